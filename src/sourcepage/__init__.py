@@ -1,0 +1,1 @@
+"""sourcepage: page-level evidence retrieval for safety documents."""

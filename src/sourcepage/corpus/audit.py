@@ -1,0 +1,52 @@
+"""Page layout / quality audit (study §3.2 "Extraction and Normalization Quality Controls").
+
+Flags are automated risk indicators, not adjudicated labels: low text (<100 and
+<300 characters, the study's cut-offs), embedded images, multi-column reading-order
+risk, and spacing artifacts (letter-spaced or glued words).
+"""
+
+from __future__ import annotations
+
+import re
+
+from sourcepage.corpus.extract import PageLayout
+from sourcepage.records import PageAudit
+
+_TOKEN = re.compile(r"\S+")
+
+
+def spacing_artifact(text: str) -> bool:
+    """True when words look letter-spaced ("s a f e t y") or glued ("lockoutdevicesmust").
+
+    Letter-spacing: over 30% of alphabetic tokens are single letters (≥ 20 tokens).
+    Gluing: over 5% of tokens are longer than 25 characters without a URL-like shape.
+    """
+    tokens = _TOKEN.findall(text)
+    alpha = [t for t in tokens if t.isalpha()]
+    if len(alpha) >= 20 and sum(len(t) == 1 for t in alpha) / len(alpha) > 0.30:
+        return True
+    long = [t for t in tokens if len(t) > 25 and "/" not in t and "." not in t.strip(".")]
+    return len(tokens) >= 20 and len(long) / len(tokens) > 0.05
+
+
+def multi_column_risk(layout: PageLayout) -> bool:
+    """True when text sits in two columns: at least 4 lines (and 20% of lines) with
+    side-by-side rectangles, or at least 5 column-wide text runs in each half of the
+    page making up 15% of the lines or more. Conservative: a risk flag, not a label."""
+    n = max(layout.lines, 1)
+    side = layout.side_by_side_lines >= 4 and layout.side_by_side_lines >= 0.2 * n
+    cols = min(layout.left_column_rects, layout.right_column_rects)
+    return side or (cols >= 5 and cols >= 0.15 * n)
+
+
+def audit_page(text: str, layout: PageLayout) -> PageAudit:
+    """All flags for one page; ``chars`` counts non-whitespace-trimmed characters."""
+    chars = len(text.strip())
+    return PageAudit(
+        chars=chars,
+        images=layout.images,
+        low_text_100=chars < 100,
+        low_text_300=chars < 300,
+        multi_column_risk=multi_column_risk(layout),
+        spacing_artifact=spacing_artifact(text),
+    )

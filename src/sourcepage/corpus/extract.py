@@ -1,0 +1,142 @@
+"""PDF → text per physical page, plus the page geometry the audit needs.
+
+pypdfium2 (Apache/BSD, PDFium) is the default engine; pypdf is available because
+the study used it. Layout measurements (image objects, text-line rectangles) always
+come from PDFium, whatever engine produced the text, so the audit does not change
+with the engine.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+ENGINES = ("pypdfium2", "pypdf")
+
+
+class ExtractionError(Exception):
+    """A document that cannot be ingested; the message says why in plain words."""
+
+
+@dataclass(frozen=True)
+class PageLayout:
+    """What PDFium sees on a page: image objects, text lines, side-by-side lines."""
+
+    images: int
+    lines: int
+    side_by_side_lines: int
+    left_column_rects: int = 0
+    right_column_rects: int = 0
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """Per-page text and layout of one PDF, and the extraction time in seconds."""
+
+    texts: list[str]
+    layouts: list[PageLayout]
+    seconds: float
+
+
+def _layout(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage) -> PageLayout:
+    """Count image objects, text lines, and the signatures of text columns.
+
+    A line counts as side-by-side when PDFium reports two or more text rectangles at
+    the same height, each at least 20% of the page wide, separated by a gap of at
+    least 3% of the page width. Column rectangles are text runs at least 20% of the
+    page wide that lie wholly in the left 55% (left column) or start right of 45%
+    (right column) of the page.
+    """
+    width, _ = page.get_size()
+    images = sum(1 for _ in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=3))
+    rects = [textpage.get_rect(i) for i in range(textpage.count_rects())]
+    lines: list[list[tuple[float, float, float, float]]] = []
+    for r in sorted(rects, key=lambda r: (-(r[1] + r[3]) / 2, r[0])):
+        mid = (r[1] + r[3]) / 2
+        if lines and abs((lines[-1][0][1] + lines[-1][0][3]) / 2 - mid) <= 3.0:
+            lines[-1].append(r)
+        else:
+            lines.append([r])
+    side = 0
+    for line in lines:
+        wide = sorted((r for r in line if r[2] - r[0] >= 0.2 * width), key=lambda r: r[0])
+        if any(b[0] - a[2] >= 0.03 * width for a, b in zip(wide, wide[1:], strict=False)):
+            side += 1
+    wide_rects = [r for r in rects if r[2] - r[0] >= 0.2 * width]
+    left = sum(1 for r in wide_rects if r[2] <= 0.55 * width)
+    right = sum(1 for r in wide_rects if r[0] >= 0.45 * width)
+    return PageLayout(images=images, lines=len(lines), side_by_side_lines=side,
+                      left_column_rects=left, right_column_rects=right)
+
+
+def _open(path: Path) -> pdfium.PdfDocument:
+    if path.stat().st_size == 0:
+        raise ExtractionError("empty file (0 bytes)")
+    try:
+        return pdfium.PdfDocument(str(path))
+    except pdfium.PdfiumError as e:
+        msg = str(e).lower()
+        if "password" in msg:
+            raise ExtractionError("encrypted PDF: a password is required to open it") from e
+        raise ExtractionError(f"unreadable PDF ({e})") from e
+
+
+def _pypdf_texts(path: Path, n_pages: int) -> list[str]:
+    import pypdf
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # font warnings on real OSHA PDFs
+    try:
+        reader = pypdf.PdfReader(str(path))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise ExtractionError("encrypted PDF: a password is required to open it")
+        texts = [(p.extract_text() or "") for p in reader.pages]
+    except ExtractionError:
+        raise
+    except Exception as e:  # pypdf raises many types on damaged files
+        raise ExtractionError(f"pypdf could not read the PDF ({type(e).__name__}: {e})") from e
+    if len(texts) != n_pages:
+        raise ExtractionError(f"pypdf sees {len(texts)} pages, PDFium sees {n_pages}")
+    return texts
+
+
+def extract_pdf(path: str | Path, engine: str = "pypdfium2") -> Extracted:
+    """Extract every physical page of ``path``.
+
+    Raises ExtractionError for a corrupt, encrypted, empty (0 pages) or image-only
+    PDF (no text on any page; OCR is out of scope, study §3.2).
+    Line ends are normalised to ``\\n``; nothing else is changed (that is the raw
+    text version).
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown extraction engine {engine!r}; choose from {ENGINES}")
+    path = Path(path)
+    t0 = time.perf_counter()
+    pdf = _open(path)
+    try:
+        n = len(pdf)
+        if n == 0:
+            raise ExtractionError("PDF has no pages")
+        texts: list[str] = []
+        layouts: list[PageLayout] = []
+        for i in range(n):
+            page = pdf[i]
+            tp = page.get_textpage()
+            if engine == "pypdfium2":
+                texts.append(tp.get_text_range())
+            layouts.append(_layout(page, tp))
+            tp.close()
+            page.close()
+    finally:
+        pdf.close()
+    if engine == "pypdf":
+        texts = _pypdf_texts(path, n)
+    texts = [t.replace("\r\n", "\n").replace("\r", "\n") for t in texts]
+    if not any(t.strip() for t in texts):
+        kind = "image-only" if any(la.images for la in layouts) else "text-less"
+        raise ExtractionError(f"{kind} PDF: no extractable text on any of its {n} pages (no OCR)")
+    return Extracted(texts=texts, layouts=layouts, seconds=time.perf_counter() - t0)

@@ -1,0 +1,154 @@
+"""Read and validate a corpus folder's ``manifest.csv`` (benchmark-format.md §1).
+
+Every problem is collected (not just the first) and names the file, the CSV line
+and the column, so a person can fix the manifest in one pass.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from sourcepage.records import MANIFEST_COLUMNS, Document
+
+DOC_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+ROLES = ("primary", "supporting")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One manifest problem, located by file, line and column."""
+
+    file: str
+    line: int
+    column: str
+    message: str
+    fatal: bool = True
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        col = f" [{self.column}]" if self.column else ""
+        return f"{where}{col}: {self.message}"
+
+
+class ManifestError(ValueError):
+    """Raised when a manifest has fatal problems; ``problems`` lists them all."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("invalid manifest:\n  " + "\n  ".join(str(p) for p in problems))
+
+
+def sha256_file(path: Path) -> str:
+    """Lower-case hex SHA-256 of a file, read in blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A validated manifest: documents in file order, plus non-fatal warnings."""
+
+    corpus_dir: Path
+    documents: tuple[Document, ...]
+    warnings: tuple[Problem, ...]
+    extra_columns: tuple[str, ...]
+
+    def pdf_path(self, doc: Document) -> Path:
+        return self.corpus_dir / "pdf" / doc.file
+
+
+def read_manifest(
+    corpus_dir: str | Path,
+    *,
+    allow_checksum_mismatch: bool = False,
+    check_files: bool = True,
+) -> Manifest:
+    """Parse and validate ``corpus_dir/manifest.csv``.
+
+    Checks: header has every required column; doc_id well-formed and unique; file
+    present under ``pdf/``; sha256 equal to the file's. A checksum mismatch is fatal
+    unless ``allow_checksum_mismatch``, in which case it becomes a warning. Extra
+    columns (e.g. construction fields) are kept in ``Document.extra``.
+    """
+    corpus_dir = Path(corpus_dir)
+    path = corpus_dir / "manifest.csv"
+    name = str(path)
+    if not path.is_file():
+        raise ManifestError([Problem(name, 0, "", "manifest.csv not found")])
+    problems: list[Problem] = []
+    warnings: list[Problem] = []
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ManifestError([Problem(name, 0, "", f"not UTF-8: {e}")]) from e
+    reader = csv.DictReader(text.splitlines(keepends=True))
+    header = reader.fieldnames or []
+    missing = [c for c in MANIFEST_COLUMNS if c not in header]
+    if missing:
+        raise ManifestError(
+            [Problem(name, 1, c, "required column missing from header") for c in missing]
+        )
+    dupes = sorted({c for c in header if header.count(c) > 1})
+    for c in dupes:
+        problems.append(Problem(name, 1, c, "column appears more than once in header"))
+    extra_cols = tuple(c for c in header if c not in MANIFEST_COLUMNS and c)
+    seen: dict[str, int] = {}
+    docs: list[Document] = []
+    for row in reader:
+        line = reader.line_num
+        if None in row:
+            problems.append(Problem(name, line, "", "row has more fields than the header"))
+            continue
+        row = {k: (v or "").strip() for k, v in row.items()}
+        doc_id = row["doc_id"]
+        if not DOC_ID.match(doc_id):
+            problems.append(
+                Problem(name, line, "doc_id", f"{doc_id!r} must match [a-z0-9][a-z0-9_-]*")
+            )
+        elif doc_id in seen:
+            problems.append(
+                Problem(name, line, "doc_id", f"duplicate {doc_id!r} (first on line {seen[doc_id]})")
+            )
+        else:
+            seen[doc_id] = line
+        if row["role"] and row["role"] not in ROLES:
+            warnings.append(
+                Problem(name, line, "role", f"{row['role']!r} is not one of {ROLES}", fatal=False)
+            )
+        if row["year"] and not re.fullmatch(r"\d{4}", row["year"]):
+            problems.append(Problem(name, line, "year", f"{row['year']!r} is not a year"))
+        if row["pages"] and not row["pages"].isdigit():
+            problems.append(Problem(name, line, "pages", f"{row['pages']!r} is not a number"))
+        if not row["file"]:
+            problems.append(Problem(name, line, "file", "empty"))
+        elif check_files:
+            pdf = corpus_dir / "pdf" / row["file"]
+            if Path(row["file"]).name != row["file"]:
+                problems.append(Problem(name, line, "file", "must be a bare file name under pdf/"))
+            elif not pdf.is_file():
+                problems.append(Problem(name, line, "file", f"{pdf} does not exist"))
+            else:
+                want = row["sha256"].lower()
+                got = sha256_file(pdf)
+                if not re.fullmatch(r"[0-9a-f]{64}", want):
+                    p = Problem(name, line, "sha256", f"{row['sha256']!r} is not a SHA-256 hex "
+                                f"digest (file has {got})", fatal=not allow_checksum_mismatch)
+                    (warnings if allow_checksum_mismatch else problems).append(p)
+                elif want != got:
+                    p = Problem(name, line, "sha256", f"manifest says {want}, {row['file']} has "
+                                f"{got}", fatal=not allow_checksum_mismatch)
+                    (warnings if allow_checksum_mismatch else problems).append(p)
+                row["sha256"] = got
+        docs.append(Document.from_dict(row))
+    if not docs and not problems:
+        problems.append(Problem(name, 2, "", "manifest has no document rows"))
+    if problems:
+        raise ManifestError(problems)
+    return Manifest(corpus_dir, tuple(docs), tuple(warnings), extra_cols)

@@ -1,0 +1,180 @@
+"""Plain typed records passed between the pipeline stages.
+
+Every stage takes and returns these; none carries behaviour beyond naming. A page
+is named ``<doc_id>#p<n>`` (n = 1-based physical page index), a chunk
+``<doc_id>#p<n>#c<k>`` (k = 1-based index among the chunks credited to that page).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The manifest columns that benchmark-format.md §1 requires, in order.
+MANIFEST_COLUMNS: tuple[str, ...] = (
+    "doc_id",
+    "file",
+    "title",
+    "topic",
+    "authority",
+    "jurisdiction",
+    "year",
+    "doc_type",
+    "role",
+    "source_url",
+    "sha256",
+    "pages",
+    "license",
+    "found_in",
+)
+
+TEXT_VERSIONS: tuple[str, ...] = ("raw", "cleaned", "enriched")
+
+_PAGE_ID = re.compile(r"^(?P<doc>[a-z0-9][a-z0-9_-]*)#p(?P<n>[1-9][0-9]*)$")
+
+
+def page_id(doc_id: str, number: int) -> str:
+    """The one spelling of a page id: ``doc#pN``."""
+    return f"{doc_id}#p{number}"
+
+
+def parse_page_id(pid: str) -> tuple[str, int]:
+    """Split ``doc#pN`` into (doc_id, N); ValueError naming the bad id otherwise."""
+    m = _PAGE_ID.match(pid)
+    if not m:
+        raise ValueError(f"not a page id (expected '<doc_id>#p<n>'): {pid!r}")
+    return m.group("doc"), int(m.group("n"))
+
+
+def doc_of(pid: str) -> str:
+    """The document id part of a page or chunk id."""
+    return pid.split("#", 1)[0]
+
+
+@dataclass(frozen=True)
+class Document:
+    """One manifest row: provenance of a PDF. ``extra`` keeps non-standard columns."""
+
+    doc_id: str
+    file: str
+    title: str
+    topic: str
+    authority: str
+    jurisdiction: str
+    year: str
+    doc_type: str
+    role: str
+    source_url: str
+    sha256: str
+    pages: str
+    license: str
+    found_in: str
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def get(self, name: str) -> str:
+        """A field by manifest column name, standard or extra ('' when absent)."""
+        if name in MANIFEST_COLUMNS:
+            return str(getattr(self, name))
+        return self.extra.get(name, "")
+
+    def as_dict(self) -> dict[str, str]:
+        d = {c: str(getattr(self, c)) for c in MANIFEST_COLUMNS}
+        d.update(self.extra)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Document:
+        std = {c: str(d.get(c, "") or "") for c in MANIFEST_COLUMNS}
+        extra = {k: str(v) for k, v in d.items() if k not in MANIFEST_COLUMNS}
+        return cls(**std, extra=extra)
+
+
+@dataclass(frozen=True)
+class PageAudit:
+    """Layout and quality flags of one physical page (study §3.2)."""
+
+    chars: int
+    images: int
+    low_text_100: bool
+    low_text_300: bool
+    multi_column_risk: bool
+    spacing_artifact: bool
+
+
+@dataclass(frozen=True)
+class Page:
+    """Text of one physical page in one text version."""
+
+    doc_id: str
+    number: int
+    text: str
+
+    @property
+    def page_id(self) -> str:
+        return page_id(self.doc_id, self.number)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrieval unit. ``page`` is the page it is credited to; ``spans`` lists every
+    page it covers as (page number, start, end) character offsets into that page's
+    text of the chunk's text version (before any metadata header)."""
+
+    chunk_id: str
+    doc_id: str
+    page: int
+    spans: tuple[tuple[int, int, int], ...]
+    text: str
+
+    @property
+    def page_id(self) -> str:
+        return page_id(self.doc_id, self.page)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked page: its best chunk, score and 1-based rank."""
+
+    rank: int
+    page_id: str
+    score: float
+    chunk_id: str
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The ranked unique pages one method returned for one query."""
+
+    method: str
+    text_version: str
+    hits: tuple[Hit, ...]
+
+    def pages(self) -> list[str]:
+        return [h.page_id for h in self.hits]
+
+
+@dataclass(frozen=True)
+class Question:
+    """One benchmark question (benchmark-format.md §3). ``evidence`` maps page id to
+    grade; ``excerpts`` maps page id to the labelled excerpt; ``extra`` keeps unknown
+    fields."""
+
+    id: str
+    question: str
+    topic: str
+    type: str
+    answerability: str
+    evidence: dict[str, int] = field(default_factory=dict)
+    excerpts: dict[str, str] = field(default_factory=dict)
+    reference_answer: str = ""
+    answer_points: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether the documents support an answer: ``answer``, ``refuse`` or ``review``."""
+
+    decision: str
+    reasons: tuple[str, ...]

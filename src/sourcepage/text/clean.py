@@ -1,0 +1,110 @@
+"""Cleaning operations for the 'cleaned' text version (study §3.2, Table 3).
+
+Each operation is its own function and its own switch in ``CleanConfig`` so that
+ablations (study §4.6) can turn one off at a time. They run in a fixed order:
+header/footer removal (needs the original lines), dehyphenation (needs the line
+breaks), whitespace normalisation (removes them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class CleanConfig:
+    """Which cleaning operations run. All on by default."""
+
+    headers_footers: bool = True
+    dehyphenate: bool = True
+    whitespace: bool = True
+
+    def as_dict(self) -> dict[str, bool]:
+        return asdict(self)
+
+
+def _line_key(line: str) -> str:
+    """A repeated header/footer ignoring page numbers and case: digits → '#'."""
+    return re.sub(r"\d+", "#", re.sub(r"\s+", " ", line.strip().lower()))
+
+
+def repeated_edge_lines(pages: list[str], edge: int = 2, min_share: float = 0.3) -> set[str]:
+    """Keys of lines that recur in the first/last ``edge`` non-empty lines of many pages.
+
+    A line is a running header/footer when it appears at a page edge on at least
+    ``min_share`` of the pages and on at least 3 pages, and is short (≤ 100 chars):
+    such lines repeat the title or page number and carry no evidence. 0.3 rather
+    than 0.5 because booklets alternate headers between even and odd pages. A bare
+    page number ("#") counts too.
+    """
+    counts: Counter[str] = Counter()
+    for text in pages:
+        lines = [ln for ln in text.split("\n") if ln.strip()]
+        edges = {_line_key(ln) for ln in lines[:edge] + lines[-edge:] if len(ln.strip()) <= 100}
+        counts.update(edges)
+    need = max(3, min_share * len(pages))
+    return {k for k, c in counts.items() if c >= need and k.strip()}
+
+
+def remove_headers_footers(pages: list[str], edge: int = 2) -> list[str]:
+    """Drop running header/footer lines found by ``repeated_edge_lines`` from page edges."""
+    keys = repeated_edge_lines(pages, edge)
+    if not keys:
+        return list(pages)
+    out = []
+    for text in pages:
+        lines = text.split("\n")
+        nonempty = [i for i, ln in enumerate(lines) if ln.strip()]
+        edge_idx = set(nonempty[:edge] + nonempty[-edge:])
+        out.append("\n".join(ln for i, ln in enumerate(lines)
+                             if not (i in edge_idx and _line_key(ln) in keys)))
+    return out
+
+
+_HYPHEN_BREAK = re.compile(r"(\w+)-[ \t]*\n[ \t]*([a-z]\w*)")
+
+
+def dehyphenate(text: str, vocabulary: set[str] | None = None) -> str:
+    """Join words split across a line break with a hyphen: "iso-\\nlating" → "isolating".
+
+    Only a lower-case continuation is joined. When ``vocabulary`` (the document's
+    words, lower-cased) holds the hyphenated compound (e.g. "self-contained") but
+    not the joined form, the hyphen is kept and only the line break goes.
+    """
+
+    def fix(m: re.Match[str]) -> str:
+        a, b = m.group(1), m.group(2)
+        joined, compound = (a + b).lower(), f"{a}-{b}".lower()
+        if vocabulary and compound in vocabulary and joined not in vocabulary:
+            return f"{a}-{b}"
+        return a + b
+
+    return _HYPHEN_BREAK.sub(fix, text)
+
+
+def normalize_whitespace(text: str) -> str:
+    """Collapse spaces/tabs, join broken lines into paragraphs, keep blank-line breaks."""
+    text = text.replace("\u00a0", " ").replace("\f", "\n").replace("\u00ad", "")
+    paragraphs = re.split(r"\n[ \t]*\n+", text)
+    out = [re.sub(r"\s+", " ", p).strip() for p in paragraphs]
+    return "\n\n".join(p for p in out if p)
+
+
+def document_vocabulary(pages: list[str]) -> set[str]:
+    """Lower-cased word forms (hyphenated compounds included) of a document."""
+    return {w.lower() for t in pages for w in re.findall(r"\w+(?:-\w+)*", t)}
+
+
+def clean_pages(pages: list[str], config: CleanConfig = CleanConfig()) -> list[str]:
+    """The cleaned version of one document's pages (same count and order)."""
+    out = list(pages)
+    if config.headers_footers:
+        out = remove_headers_footers(out)
+    if config.dehyphenate:
+        vocab = document_vocabulary(out)
+        out = [dehyphenate(t, vocab) for t in out]
+    if config.whitespace:
+        out = [normalize_whitespace(t) for t in out]
+    return out
