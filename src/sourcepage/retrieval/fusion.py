@@ -1,0 +1,40 @@
+"""Reciprocal rank fusion of page rankings (Cormack et al. 2009; study §3.4).
+
+RRF(p) = Σ_m 1 / (k + rank_m(p)), k = 60, over the methods whose ranking holds p.
+Ranks, never raw scores, are combined. Each input ranking must hold unique pages
+(page collapse guarantees it; a duplicate raises). Ties are broken by the page's
+natural order, given as ``page_order``; a fused hit keeps the chunk of the method
+that ranked the page best (the first such method on equal ranks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from sourcepage.records import Hit
+
+RRF_K = 60
+
+
+def rrf(
+    rankings: Sequence[Sequence[Hit]],
+    page_order: Mapping[str, int],
+    k: int = RRF_K,
+    depth: int | None = None,
+) -> list[Hit]:
+    """Fuse page rankings; ``depth`` cuts each input ranking first (None: all)."""
+    score: dict[str, float] = {}
+    best: dict[str, tuple[int, int, str]] = {}
+    for m, ranking in enumerate(rankings):
+        seen: set[str] = set()
+        for h in ranking[:depth] if depth else ranking:
+            if h.page_id in seen:
+                raise ValueError(f"ranking {m} holds page {h.page_id} twice; collapse chunks first")
+            seen.add(h.page_id)
+            score[h.page_id] = score.get(h.page_id, 0.0) + 1.0 / (k + h.rank)
+            cand = (h.rank, m, h.chunk_id)
+            if h.page_id not in best or cand < best[h.page_id]:
+                best[h.page_id] = cand
+    # rounding makes sums of the same reciprocals in another order compare equal
+    pages = sorted(score, key=lambda p: (-round(score[p], 12), page_order.get(p, 1 << 30), p))
+    return [Hit(rank=r, page_id=p, score=score[p], chunk_id=best[p][2]) for r, p in enumerate(pages, 1)]

@@ -1,0 +1,192 @@
+"""Build, save and load one base method's index for one text version.
+
+Layout (bm25s style: arrays plus a params JSON)::
+
+    <store>/indexes/<version>/<bm25|lsa|dense-<model>>/
+        CURRENT            the build id in use (written atomically)
+        <build-id>/        params.json, chunks.json, the method's arrays
+
+A build writes a new ``<build-id>/`` folder and only then switches CURRENT, so an
+interrupted build leaves the previous index usable; older builds are removed after
+the switch. An index records the fingerprint of the chunks it was built from and
+its parameters; ``load_index`` returns None for a missing or stale index.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sourcepage.records import parse_page_id
+from sourcepage.retrieval import bm25, dense, lsa
+from sourcepage.retrieval.methods import Method
+from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
+from sourcepage.store.db import Store
+from sourcepage.store.files import write_json, write_text
+
+INDEX_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """Parameters that decide an index's content (recorded in params.json)."""
+
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    k1: float = 1.5
+    b: float = 0.75
+    bm25_variant: str = "robertson"
+    lsa_dims: int = 256
+    seed: int = 42
+
+    def for_method(self, method: Method) -> dict[str, Any]:
+        """The subset of settings that matters to ``method``."""
+        if method.kind == "bm25":
+            return {"tokenizer": asdict(self.tokenizer), "k1": self.k1, "b": self.b,
+                    "variant": self.bm25_variant}
+        if method.kind == "lsa":
+            return {"tokenizer": asdict(self.tokenizer), "dims": self.lsa_dims, "seed": self.seed,
+                    "ngram_range": [1, 2]}
+        enc = dense.MODELS[method.model]
+        return {"model": enc.name, "description": enc.description, "dim": enc.dim,
+                "max_tokens": enc.max_tokens}
+
+
+@dataclass
+class LoadedIndex:
+    """A ready-to-query base index and the chunk table it was built on."""
+
+    method: Method
+    version: str
+    params: dict[str, Any]
+    chunk_ids: list[str]
+    page_ids: list[str]  # unique, natural order
+    chunk_pages: np.ndarray  # chunk → index into page_ids
+    chunk_docs: np.ndarray  # chunk → index into doc_ids
+    doc_ids: list[str]
+    model: Any
+    tokenizer: TokenizerConfig
+
+    def scores(self, query: str) -> np.ndarray:
+        """Chunk-level scores for ``query``."""
+        if self.method.kind == "bm25":
+            return bm25.scores(self.model, tokenize(query, self.tokenizer))
+        if self.method.kind == "lsa":
+            return lsa.scores(self.model, query)
+        return dense.scores(self.model, dense.MODELS[self.method.model].query(query))
+
+
+def index_dir(store: Store, version: str, method: Method) -> Path:
+    return store.path / "indexes" / version / method.index_key
+
+
+def _chunk_table(chunk_ids: list[str]) -> tuple[list[str], np.ndarray, list[str], np.ndarray]:
+    pages = sorted({c.rsplit("#c", 1)[0] for c in chunk_ids}, key=parse_page_id)
+    pos = {p: i for i, p in enumerate(pages)}
+    docs = sorted({c.split("#", 1)[0] for c in chunk_ids})
+    dpos = {d: i for i, d in enumerate(docs)}
+    cp = np.array([pos[c.rsplit("#c", 1)[0]] for c in chunk_ids], dtype=np.int64)
+    cd = np.array([dpos[c.split("#", 1)[0]] for c in chunk_ids], dtype=np.int64)
+    return pages, cp, docs, cd
+
+
+def build_index(
+    store: Store,
+    version: str,
+    method: Method,
+    settings: IndexSettings = IndexSettings(),
+    progress: Callable[[int, int], None] | None = None,
+) -> Path:
+    """Build and atomically publish the index of a base ``method`` on ``version``."""
+    if method.kind == "rrf":
+        raise ValueError("rrf has no index of its own; build its parts")
+    t0 = time.perf_counter()
+    chunks = store.chunks(version)
+    if not chunks:
+        raise ValueError(f"store {store.path} has no chunks for version {version!r}; ingest first")
+    texts = [c.text for c in chunks]
+    folder = index_dir(store, version, method)
+    build_id = time.strftime("%Y%m%dT%H%M%S") + f"-{time.perf_counter_ns() % 10**9:09d}"
+    tmp = folder / f".{build_id}.tmp"
+    tmp.mkdir(parents=True, exist_ok=False)
+    try:
+        if method.kind == "bm25":
+            model = bm25.build([tokenize(t, settings.tokenizer) for t in texts], settings.k1, settings.b,
+                               settings.bm25_variant)
+            bm25.save(model, tmp)
+        elif method.kind == "lsa":
+            model = lsa.build(texts, lambda t: tokenize(t, settings.tokenizer), settings.lsa_dims,
+                              settings.seed)
+            lsa.save(model, tmp)
+        else:
+            enc = dense.MODELS[method.model]
+            vectors = dense.embed_passages(enc, texts, store.cached_embeddings, store.cache_embeddings,
+                                           progress)
+            np.save(tmp / "embeddings.npy", vectors)
+        write_json(tmp / "chunks.json", [c.chunk_id for c in chunks])
+        params = {"format": INDEX_FORMAT, "method": method.name, "kind": method.kind,
+                  "text_version": version, "chunks": len(chunks),
+                  "chunk_fingerprint": store.chunk_fingerprint(version),
+                  "settings": settings.for_method(method),
+                  "build_seconds": round(time.perf_counter() - t0, 4),
+                  "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        write_json(tmp / "params.json", params)
+        final = folder / build_id
+        tmp.rename(final)
+        write_text(folder / "CURRENT", build_id + "\n")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    for old in folder.iterdir():
+        if old.is_dir() and old.name != build_id and not old.name.startswith("."):
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def current_build(store: Store, version: str, method: Method) -> Path | None:
+    folder = index_dir(store, version, method)
+    try:
+        build = (folder / "CURRENT").read_text().strip()
+    except FileNotFoundError:
+        return None
+    path = folder / build
+    return path if (path / "params.json").exists() else None
+
+
+def load_index(
+    store: Store,
+    version: str,
+    method: Method,
+    settings: IndexSettings = IndexSettings(),
+    fingerprint: str | None = None,
+) -> LoadedIndex | None:
+    """The current index, or None if there is none or it no longer matches the store's
+    chunks (``fingerprint``) or the requested settings."""
+    path = current_build(store, version, method)
+    if path is None:
+        return None
+    params = json.loads((path / "params.json").read_text())
+    fingerprint = fingerprint or store.chunk_fingerprint(version)
+    if params.get("format") != INDEX_FORMAT or params.get("chunk_fingerprint") != fingerprint:
+        return None
+    if json.loads(json.dumps(settings.for_method(method))) != params.get("settings"):
+        return None
+    chunk_ids = json.loads((path / "chunks.json").read_text())
+    pages, cp, docs, cd = _chunk_table(chunk_ids)
+    if method.kind == "bm25":
+        model: Any = bm25.load(path)
+    elif method.kind == "lsa":
+        model = lsa.load(path, lambda t: tokenize(t, settings.tokenizer))
+    else:
+        model = np.load(path / "embeddings.npy")
+    return LoadedIndex(method, version, params, chunk_ids, pages, cp, cd, docs, model, settings.tokenizer)
+
+
+def index_size_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())

@@ -1,0 +1,66 @@
+"""LSA: TF-IDF unigrams+bigrams → TruncatedSVD (256 dims, random_state 42) → L2 → cosine.
+
+As the study (§3.4), fitted per text version on that version's chunks. Saved as
+arrays (vocabulary, idf, SVD components, chunk vectors) plus params, not pickles.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sklearn.decomposition import TruncatedSVD
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+
+@dataclass
+class LsaIndex:
+    vectorizer: TfidfVectorizer
+    components: np.ndarray  # (dims, n_terms)
+    vectors: np.ndarray  # (n_chunks, dims), L2-normalised
+
+
+def _l2(x: np.ndarray) -> np.ndarray:
+    norm = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norm == 0, 1.0, norm)
+
+
+def _vectorizer(tokenizer: Callable[[str], list[str]]) -> TfidfVectorizer:
+    return TfidfVectorizer(tokenizer=tokenizer, lowercase=False, token_pattern=None,
+                           ngram_range=(1, 2), dtype=np.float64)
+
+
+def build(texts: list[str], tokenizer: Callable[[str], list[str]], dims: int = 256,
+          seed: int = 42) -> LsaIndex:
+    """Fit TF-IDF and SVD on ``texts``; dims shrink when the corpus is too small."""
+    vec = _vectorizer(tokenizer)
+    x = vec.fit_transform(texts)
+    k = max(1, min(dims, x.shape[0] - 1, x.shape[1] - 1))
+    svd = TruncatedSVD(n_components=k, random_state=seed, algorithm="randomized")
+    z = svd.fit_transform(x)
+    return LsaIndex(vec, svd.components_.astype(np.float64), _l2(z))
+
+
+def scores(index: LsaIndex, query: str) -> np.ndarray:
+    """Cosine of the projected query with every chunk vector."""
+    q = index.vectorizer.transform([query]) @ index.components.T
+    q = _l2(np.asarray(q))
+    return index.vectors @ q[0]
+
+
+def save(index: LsaIndex, folder: Path) -> None:
+    vocab = {t: int(i) for t, i in index.vectorizer.vocabulary_.items()}
+    (folder / "lsa_vocab.json").write_text(json.dumps(vocab, ensure_ascii=False, sort_keys=True))
+    np.save(folder / "lsa_idf.npy", index.vectorizer.idf_)
+    np.save(folder / "lsa_components.npy", index.components)
+    np.save(folder / "lsa_vectors.npy", index.vectors)
+
+
+def load(folder: Path, tokenizer: Callable[[str], list[str]]) -> LsaIndex:
+    vec = _vectorizer(tokenizer)
+    vec.vocabulary_ = json.loads((folder / "lsa_vocab.json").read_text())
+    vec.idf_ = np.load(folder / "lsa_idf.npy")
+    return LsaIndex(vec, np.load(folder / "lsa_components.npy"), np.load(folder / "lsa_vectors.npy"))

@@ -1,0 +1,103 @@
+"""Query a store: any method, any text version, with filters, traceable hits.
+
+``Searcher`` keeps loaded indexes in memory (one per base method) and builds a
+missing or stale index on first use when ``auto_build`` is set.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from sourcepage.records import Document, Hit, Ranking, parse_page_id
+from sourcepage.retrieval.filters import Filters, check_filters, matches
+from sourcepage.retrieval.fusion import RRF_K, rrf
+from sourcepage.retrieval.index import IndexSettings, LoadedIndex, build_index, load_index
+from sourcepage.retrieval.methods import Method, parse_method
+from sourcepage.retrieval.pages import collapse
+from sourcepage.store.db import Store
+
+
+class Searcher:
+    """Page-level search over one store and one text version."""
+
+    def __init__(
+        self,
+        store: str | Path | Store,
+        version: str = "raw",
+        settings: IndexSettings | None = None,
+        *,
+        auto_build: bool = True,
+        rrf_k: int = RRF_K,
+        rrf_depth: int | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ):
+        self.store = store if isinstance(store, Store) else Store(store)
+        self.version = version
+        self.settings = settings or IndexSettings()
+        self.auto_build = auto_build
+        self.rrf_k = rrf_k
+        self.rrf_depth = rrf_depth
+        self.progress = progress
+        self.documents: dict[str, Document] = {d.doc_id: d for d in self.store.documents()}
+        self._fingerprint: str | None = None
+        self._indexes: dict[str, LoadedIndex] = {}
+        self._lock = threading.Lock()
+
+    def index(self, method: Method) -> LoadedIndex:
+        """The loaded index of a base method (built first if missing or stale)."""
+        with self._lock:
+            if method.index_key in self._indexes:
+                return self._indexes[method.index_key]
+            if self._fingerprint is None:
+                self._fingerprint = self.store.chunk_fingerprint(self.version)
+            idx = load_index(self.store, self.version, method, self.settings, self._fingerprint)
+            if idx is None:
+                if not self.auto_build:
+                    raise RuntimeError(f"no current {method.name} index for version {self.version!r} "
+                                       f"in {self.store.path}: run `sourcepage index`")
+                cb = (lambda d, n: self.progress(method.name, d, n)) if self.progress else None
+                build_index(self.store, self.version, method, self.settings, cb)
+                idx = load_index(self.store, self.version, method, self.settings, self._fingerprint)
+                assert idx is not None
+            self._indexes[method.index_key] = idx
+            return idx
+
+    def _mask(self, idx: LoadedIndex, filters: dict[str, list[str]]) -> np.ndarray | None:
+        if not filters:
+            return None
+        ok = np.array([matches(self.documents[d], filters) if d in self.documents else False
+                       for d in idx.doc_ids], dtype=bool)
+        return ok[idx.chunk_docs]
+
+    def _base(self, method: Method, query: str, filters: dict[str, list[str]],
+              depth: int | None) -> list[Hit]:
+        idx = self.index(method)
+        return collapse(idx.scores(query), idx.chunk_pages, idx.page_ids, idx.chunk_ids,
+                        self._mask(idx, filters), depth)
+
+    def rank(self, query: str, method: str | Method = "bm25", k: int | None = 20,
+             filters: Filters | None = None) -> Ranking:
+        """Ranked unique pages for ``query``; ``k=None`` ranks every candidate page."""
+        m = parse_method(method) if isinstance(method, str) else method
+        f = check_filters(filters, list(self.documents.values()))
+        if m.kind == "rrf":
+            parts = [self._base(p, query, f, self.rrf_depth) for p in m.parts]
+            idx = self.index(m.parts[0])
+            order = {p: i for i, p in enumerate(idx.page_ids)}
+            hits = rrf(parts, order, self.rrf_k)
+            hits = hits[:k] if k else hits
+        else:
+            hits = self._base(m, query, f, k)
+        return Ranking(method=m.name, text_version=self.version, hits=tuple(hits))
+
+    def passage(self, chunk_id: str) -> str:
+        row = self.store.conn.execute("SELECT text FROM chunks WHERE version=? AND chunk_id=?",
+                                      (self.version, chunk_id)).fetchone()
+        return row[0] if row else ""
+
+    def document(self, page: str) -> Document:
+        return self.documents[parse_page_id(page)[0]]

@@ -1,0 +1,68 @@
+"""The tokenizer shared by BM25 and LSA.
+
+Written by hand (not bm25s's default splitter, which drops one-character tokens and
+splits decimals) because safety text hinges on tokens generic tokenizers lose:
+"Class I", "Zone 1", "29 CFR 1910.147(c)(4)", "1/4 inch". Rules, case-folded:
+
+- numbers keep their inner dots, slashes and commas: ``1910.147``, ``1/4``, ``1,000``;
+- a section reference keeps its compound form and its parts: ``1910.147(c)(4)`` gives
+  ``1910.147(c)(4)``, ``1910.147``, ``c``, ``4``;
+- words are runs of Unicode letters (Spanish accents kept), apostrophes inside words
+  kept (``employer's``); one-character tokens are kept;
+- stop words (bm25s's English list) and Snowball stemming (PyStemmer) are optional.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+_REF = re.compile(r"\d+(?:\.\d+)+(?:\([0-9a-z]+\))+")
+_TOKEN = re.compile(r"\d+(?:[.,/]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)*")
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    """Tokenizer switches; the defaults keep every token and do not stem."""
+
+    stopwords: bool = False
+    stem: bool = False
+
+    def as_dict(self) -> dict[str, bool]:
+        return asdict(self)
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    # keep the one-letter words that name classes and divisions ("Class I", "Type A")
+    return frozenset(STOPWORDS_EN) - {"a", "i"}
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def tokenize(text: str, config: TokenizerConfig = TokenizerConfig()) -> list[str]:
+    """Tokens of ``text`` under ``config`` (see the module docstring for the rules)."""
+    text = text.lower()
+    out: list[str] = []
+    pos = 0
+    for ref in _REF.finditer(text):
+        out.extend(_TOKEN.findall(text, pos, ref.start()))
+        out.append(ref.group(0))
+        out.extend(_TOKEN.findall(ref.group(0)))
+        pos = ref.end()
+    out.extend(_TOKEN.findall(text, pos))
+    out = [t.replace("’", "'") for t in out]
+    if config.stopwords:
+        sw = _stopwords()
+        out = [t for t in out if t not in sw]
+    if config.stem:
+        out = _stemmer().stemWords(out)
+    return out
