@@ -81,8 +81,7 @@ def ingest(
         with st.transaction() as conn:
             for w in manifest.warnings:
                 report.warnings.append(str(w))
-                doc_id = manifest.documents[w.line - 2].doc_id if w.line >= 2 else None
-                st.warn(conn, run_id, doc_id, f"manifest:{w.column}", str(w))
+                st.warn(conn, run_id, w.doc_id or None, f"manifest:{w.column}", str(w))
         rows = st.document_rows()
         settings_changed = st.get_meta("text_settings") != settings.as_dict()
         todo: list[Document] = []

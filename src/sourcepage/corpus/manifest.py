@@ -27,6 +27,7 @@ class Problem:
     column: str
     message: str
     fatal: bool = True
+    doc_id: str = ""  # the row's doc_id, for a row-level problem
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
@@ -120,7 +121,8 @@ def read_manifest(
             seen[doc_id] = line
         if row["role"] and row["role"] not in ROLES:
             warnings.append(
-                Problem(name, line, "role", f"{row['role']!r} is not one of {ROLES}", fatal=False)
+                Problem(name, line, "role", f"{row['role']!r} is not one of {ROLES}", fatal=False,
+                        doc_id=doc_id)
             )
         if row["year"] and not re.fullmatch(r"\d{4}", row["year"]):
             problems.append(Problem(name, line, "year", f"{row['year']!r} is not a year"))
@@ -139,11 +141,11 @@ def read_manifest(
                 got = sha256_file(pdf)
                 if not re.fullmatch(r"[0-9a-f]{64}", want):
                     p = Problem(name, line, "sha256", f"{row['sha256']!r} is not a SHA-256 hex "
-                                f"digest (file has {got})", fatal=not allow_checksum_mismatch)
+                                f"digest (file has {got})", fatal=not allow_checksum_mismatch, doc_id=doc_id)
                     (warnings if allow_checksum_mismatch else problems).append(p)
                 elif want != got:
                     p = Problem(name, line, "sha256", f"manifest says {want}, {row['file']} has "
-                                f"{got}", fatal=not allow_checksum_mismatch)
+                                f"{got}", fatal=not allow_checksum_mismatch, doc_id=doc_id)
                     (warnings if allow_checksum_mismatch else problems).append(p)
                 row["sha256"] = got
         docs.append(Document.from_dict(row))

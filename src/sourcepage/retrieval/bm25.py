@@ -34,7 +34,10 @@ def scores(model: bm25s.BM25, query_tokens: list[str]) -> np.ndarray:
     n = model.scores["num_docs"]
     if not known:
         return np.zeros(n, dtype=np.float64)
-    return np.asarray(model.get_scores(known), dtype=np.float64)
+    out = np.asarray(model.get_scores(known), dtype=np.float64)
+    if model.method == "robertson":  # bm25s leaves out Okapi's (k1 + 1) numerator factor
+        out *= model.k1 + 1
+    return out
 
 
 def save(model: bm25s.BM25, folder: Path) -> None:

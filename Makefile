@@ -1,0 +1,36 @@
+# Two commands for a newcomer: `make demo` (the whole study on the OSHA corpus) and
+# `make test` (install, then the test suite). Both create .venv on first use.
+PY     ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+CORPUS ?= ../shared/corpus
+OUT    ?= out/osha6
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install test demo lint clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# the CPU build of torch first (a local wheel here); otherwise pip pulls a multi-GB CUDA build
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dense,dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests
+
+demo: $(STAMP)
+	$(BIN)/sourcepage eval --corpus $(CORPUS) --questions benchmarks/osha6/questions.jsonl \
+		--config benchmarks/osha6/experiment.yaml --out $(OUT)
+	@echo "report: $(OUT)/report.md"
+
+clean:
+	rm -rf out .store

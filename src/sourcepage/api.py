@@ -1,0 +1,96 @@
+"""The small public API that the CLI and the web service are thin shells over."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sourcepage.records import parse_page_id
+from sourcepage.retrieval.filters import Filters
+from sourcepage.retrieval.search import Searcher
+from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
+from sourcepage.store.db import Store
+from sourcepage.support.decide import decide
+
+#: how many top pages the decision and the jurisdiction notice look at
+DECISION_DEPTH = 5
+
+_searchers: dict[tuple[str, str], Searcher] = {}
+
+
+def searcher(store: str | Path, version: str = "raw") -> Searcher:
+    """A cached Searcher per (store, version), so indexes load once per process."""
+    key = (str(Path(store).resolve()), version)
+    if key not in _searchers:
+        _searchers[key] = Searcher(Store(store), version)
+    return _searchers[key]
+
+
+def query_terms(question: str) -> set[str]:
+    """Content words of a question (stop words removed), for highlighting and overlap."""
+    return set(tokenize(question, TokenizerConfig(stopwords=True))) - {"a", "i"}
+
+
+def highlight_spans(passage: str, terms: set[str]) -> list[tuple[int, int]]:
+    """Character spans of ``passage`` whose word is a query term (case-insensitive)."""
+    return [(m.start(), m.end()) for m in re.finditer(r"[^\W_]+(?:['’][^\W_]+)?", passage)
+            if m.group(0).lower().replace("’", "'") in terms]
+
+
+def search(
+    question: str,
+    store: str | Path,
+    method: str = "bm25",
+    k: int = 10,
+    version: str = "raw",
+    filters: Filters | None = None,
+) -> dict[str, Any]:
+    """Ranked source pages with provenance and a support decision (spec §5)."""
+    if not question.strip():
+        raise ValueError("the question is empty")
+    s = searcher(store, version)
+    t0 = time.perf_counter()
+    ranking = s.rank(question, method, k=k, filters=filters)
+    ms = (time.perf_counter() - t0) * 1000
+    terms = query_terms(question)
+    results = []
+    for h in ranking.hits:
+        doc_id, n = parse_page_id(h.page_id)
+        d = s.documents[doc_id]
+        passage = s.passage(h.chunk_id)
+        results.append({
+            "rank": h.rank, "page": h.page_id, "doc_id": doc_id, "page_number": n,
+            "score": h.score, "chunk_id": h.chunk_id, "passage": passage,
+            "highlights": highlight_spans(passage, terms),
+            "title": d.title, "authority": d.authority, "jurisdiction": d.jurisdiction,
+            "year": d.year, "doc_type": d.doc_type, "role": d.role, "source_url": d.source_url,
+            "topic": d.topic, "extra": dict(d.extra)})
+    top = results[:DECISION_DEPTH]
+    overlap = any(r["highlights"] for r in top)
+    decision = decide(ranking.method, [s.documents[r["doc_id"]] for r in top], overlap)
+    return {"question": question, "method": ranking.method, "text_version": version,
+            "k": k, "filters": dict(filters or {}), "decision": decision.decision,
+            "reasons": list(decision.reasons), "jurisdictions": sorted({r["jurisdiction"] for r in top}),
+            "query_ms": round(ms, 3), "results": results}
+
+
+def documents(store: str | Path) -> list[dict[str, Any]]:
+    st = Store(store)
+    try:
+        return [d.as_dict() for d in st.documents()]
+    finally:
+        st.close()
+
+
+def filters_from_pairs(pairs: list[str] | None) -> Mapping[str, list[str]]:
+    """``["topic=loto", "jurisdiction=US,UK"]`` → {"topic": ["loto"], "jurisdiction": ["US", "UK"]}."""
+    out: dict[str, list[str]] = {}
+    for p in pairs or []:
+        key, eq, value = p.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"filter {p!r} must look like field=value")
+        out.setdefault(key.strip(), []).extend(v.strip() for v in value.split(",") if v.strip())
+    return out

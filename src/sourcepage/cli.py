@@ -1,0 +1,312 @@
+"""The ``sourcepage`` command: a thin shell over the public API (parse, call, print)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import typer  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
+from rich.table import Table  # noqa: E402
+from rich.text import Text  # noqa: E402
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Find, judge and measure the exact source pages that support a safety answer.")
+# a pipe or a file gets a wide table rather than rich's 80-column default
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True)
+
+StoreOpt = Annotated[Path, typer.Option("--store", help="Store directory.")]
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=err, transient=False, disable=not err.is_terminal)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+@app.command()
+def ingest(
+    corpus: Annotated[Path, typer.Option("--corpus", help="Corpus folder (manifest.csv + pdf/).")],
+    store: StoreOpt = Path(".store"),
+    engine: Annotated[str, typer.Option(help="pypdfium2 (default) or pypdf (the study's).")] = "pypdfium2",
+    allow_checksum_mismatch: Annotated[bool, typer.Option(help="Warn instead of failing.")] = False,
+    chunk_size: int = 1000,
+    chunk_overlap: int = 200,
+    chunk_mode: Annotated[str, typer.Option(help="chunk, page or two_page.")] = "chunk",
+    chunk_scope: Annotated[str, typer.Option(help="page (chunks stay in a page) or document.")] = "page",
+    no_headers_footers: Annotated[bool, typer.Option(help="Keep running headers/footers.")] = False,
+    no_dehyphenate: bool = False,
+    no_whitespace: bool = False,
+    enrich_fields: Annotated[str, typer.Option(help="Comma-separated header fields.")] =
+        "title,topic,authority,jurisdiction,year,page",
+    workers: Annotated[int, typer.Option(help="Parallel extraction processes (0: one per core).")] = 0,
+    force: Annotated[bool, typer.Option(help="Re-extract every document.")] = False,
+) -> None:
+    """Validate, extract, audit, clean and chunk a corpus into a store (incremental)."""
+    from sourcepage.corpus.manifest import ManifestError
+    from sourcepage.ingest import ingest as run
+    from sourcepage.text.chunk import ChunkConfig
+    from sourcepage.text.clean import CleanConfig
+    from sourcepage.text.versions import TextSettings
+
+    try:
+        settings = TextSettings(
+            CleanConfig(not no_headers_footers, not no_dehyphenate, not no_whitespace),
+            ChunkConfig(chunk_size, chunk_overlap, chunk_mode, chunk_scope),
+            tuple(f.strip() for f in enrich_fields.split(",") if f.strip()))
+    except ValueError as e:
+        _fail(str(e))
+    with _progress() as prog:
+        task = prog.add_task("extracting", total=None)
+
+        def tick(done: int, total: int, doc_id: str) -> None:
+            prog.update(task, completed=done, total=total, description=f"extracted {doc_id}")
+
+        try:
+            rep = run(corpus, store, engine=engine, allow_checksum_mismatch=allow_checksum_mismatch,
+                      settings=settings, workers=workers or None, force=force, progress=tick)
+        except ManifestError as e:
+            _fail(str(e))
+        except ValueError as e:
+            _fail(str(e))
+    rate = rep.pages_extracted / rep.extract_seconds if rep.extract_seconds else 0.0
+    out.print(f"[bold]store[/] {rep.store}  engine {rep.engine}")
+    out.print(f"extracted {len(rep.extracted)} documents ({rep.pages_extracted} pages, "
+              f"{rep.extract_seconds:.2f} s of extraction, {rate:.0f} pages/s), "
+              f"rebuilt {len(rep.rebuilt)}, unchanged {len(rep.unchanged)}, failed {len(rep.failed)}, "
+              f"removed {len(rep.removed)} in {rep.wall_seconds:.2f} s")
+    out.print("chunks: " + ", ".join(f"{v} {n}" for v, n in rep.chunks.items()))
+    for doc_id, why in sorted(rep.failed.items()):
+        err.print(f"[yellow]skipped[/] {doc_id}: {why}", highlight=False)
+    for w in rep.warnings:
+        err.print(f"[yellow]warning[/] {w}", highlight=False)
+
+
+@app.command()
+def audit(
+    store: StoreOpt = Path(".store"),
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the page audit as CSV.")] = None,
+    pages: Annotated[bool, typer.Option(help="List every flagged page.")] = False,
+) -> None:
+    """Per-document layout/quality audit: low-text, image and multi-column pages."""
+    from sourcepage.store.db import Store, StoreError
+    from sourcepage.store.files import write_text
+
+    try:
+        st = Store(store)
+    except StoreError as e:
+        _fail(str(e))
+    rows = st.page_rows()
+    docs = {d.doc_id: d for d in st.documents()}
+    t = Table(title=f"Page audit — {store}", show_lines=False)
+    for col in ("document", "pages", "chars/page", "<100", "<300", "images", "multi-col", "spacing"):
+        t.add_column(col, justify="left" if col == "document" else "right", no_wrap=True)
+    by_doc: dict[str, list[dict]] = {}
+    for r in rows:
+        by_doc.setdefault(r["doc_id"], []).append(r)
+    keys = ("low_text_100", "low_text_300", "images", "multi_column_risk", "spacing_artifact")
+    totals = dict.fromkeys(keys, 0)
+    for doc_id, rs in by_doc.items():
+        counts = {k: sum(1 for r in rs if r[k]) for k in keys}
+        for k in keys:
+            totals[k] += counts[k]
+        t.add_row(doc_id, str(len(rs)), f"{sum(r['chars'] for r in rs) / len(rs):.0f}",
+                  *(str(counts[k]) for k in keys))
+    n = len(rows)
+    t.add_section()
+    t.add_row("all", str(n), f"{sum(r['chars'] for r in rows) / max(n, 1):.0f}", *(str(totals[k]) for k in keys))
+    out.print(t)
+    out.print(f"{len(docs)} documents. Flags are automated risk indicators, not adjudicated labels.")
+    if pages:
+        for r in rows:
+            flags = [k for k in keys if r[k]]
+            if flags:
+                out.print(f"  {r['doc_id']}#p{r['page_no']}: {', '.join(flags)} ({r['chars']} chars)")
+    if csv_path:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=["page", *rows[0].keys()] if rows else ["page"])
+        w.writeheader()
+        for r in rows:
+            w.writerow({"page": f"{r['doc_id']}#p{r['page_no']}", **r})
+        write_text(csv_path, buf.getvalue())
+        out.print(f"wrote {csv_path}")
+
+
+@app.command()
+def index(
+    store: StoreOpt = Path(".store"),
+    version: Annotated[str, typer.Option(help="raw, cleaned, enriched or all.")] = "all",
+    method: Annotated[str, typer.Option(help="Comma-separated base methods.")] = "bm25,lsa",
+) -> None:
+    """Build (atomically) the indexes of the given methods and text versions."""
+    import time
+
+    from sourcepage.retrieval.index import build_index, index_size_bytes
+    from sourcepage.retrieval.methods import parse_methods
+    from sourcepage.store.db import Store, StoreError
+
+    try:
+        st = Store(store)
+        methods = [b for m in parse_methods(method) for b in m.bases()]
+    except (StoreError, ValueError) as e:
+        _fail(str(e))
+    versions = ["raw", "cleaned", "enriched"] if version == "all" else version.split(",")
+    t = Table(title="Indexes")
+    for col in ("version", "method", "chunks", "seconds", "size"):
+        t.add_column(col, justify="right" if col in ("chunks", "seconds", "size") else "left")
+    with _progress() as prog:
+        for v in versions:
+            for m in dict.fromkeys(methods):
+                task = prog.add_task(f"{v} {m.name}", total=None)
+                t0 = time.perf_counter()
+                try:
+                    path = build_index(st, v, m, progress=lambda d, n, task=task: prog.update(
+                        task, completed=d, total=n))
+                except ValueError as e:
+                    _fail(str(e))
+                prog.update(task, completed=1, total=1)
+                params = json.loads((path / "params.json").read_text())
+                t.add_row(v, m.name, str(params["chunks"]), f"{time.perf_counter() - t0:.2f}",
+                          f"{index_size_bytes(path) / 1024:.0f} KiB")
+    out.print(t)
+
+
+def _highlight(passage: str, spans: list[tuple[int, int]], limit: int = 400) -> Text:
+    start = max(0, spans[0][0] - 120) if spans else 0
+    text = Text(("…" if start else "") + passage[start:start + limit].replace("\n", " "))
+    off = 1 if start else 0
+    for a, b in spans:
+        if a >= start and b <= start + limit:
+            text.stylize("bold yellow", a - start + off, b - start + off)
+    return text
+
+
+@app.command()
+def search(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    store: StoreOpt = Path(".store"),
+    method: Annotated[str, typer.Option(help="bm25, lsa, dense[:model], rrf:a+b[+c].")] = "bm25",
+    k: Annotated[int, typer.Option("-k", "--k", help="Pages to return (1-100).")] = 10,
+    version: Annotated[str, typer.Option(help="raw, cleaned or enriched.")] = "raw",
+    filter_: Annotated[list[str] | None, typer.Option("--filter", help="field=value[,value]; repeatable. "
+                                                      "year_from=YYYY / year_to=YYYY bound the year.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (README documents the schema).")] = False,
+) -> None:
+    """Rank the source pages that support a question, with provenance and a decision."""
+    from sourcepage.api import filters_from_pairs
+    from sourcepage.api import search as run
+    from sourcepage.store.db import StoreError
+
+    if not 1 <= k <= 100:
+        _fail(f"-k must be between 1 and 100, got {k}")
+    try:
+        res = run(question, store, method=method, k=k, version=version,
+                  filters=filters_from_pairs(filter_))
+    except (StoreError, ValueError, RuntimeError) as e:
+        _fail(str(e))
+    if as_json:
+        sys.stdout.write(json.dumps(res, ensure_ascii=False, indent=2) + "\n")
+        return
+    t = Table(title=f"{res['method']} · {version} · {question}", title_justify="left")
+    for col in ("rank", "page", "score", "title", "authority", "jur.", "year", "type", "role"):
+        t.add_column(col, no_wrap=col != "title", overflow="ellipsis",
+                     justify="right" if col in ("rank", "score") else "left")
+    for r in res["results"]:
+        t.add_row(str(r["rank"]), r["page"], f"{r['score']:.4g}", r["title"][:48], r["authority"],
+                  r["jurisdiction"], r["year"], r["doc_type"], r["role"])
+    out.print(t)
+    colour = {"answer": "green", "refuse": "red", "review": "yellow"}[res["decision"]]
+    out.print(f"[bold {colour}]decision: {res['decision']}[/] — " + " ".join(res["reasons"]), highlight=False)
+    if len(res["jurisdictions"]) > 1:
+        out.print(f"[bold yellow]Note:[/] the top pages come from {len(res['jurisdictions'])} "
+                  f"jurisdictions ({', '.join(res['jurisdictions'])}); do not treat their requirements "
+                  "as interchangeable.", highlight=False)
+    for r in res["results"][:3]:
+        out.print(Text(f"\n[{r['rank']}] {r['page']} ({r['chunk_id']})", style="bold"))
+        out.print(_highlight(r["passage"], [tuple(s) for s in r["highlights"]]))
+
+
+def default_corpus() -> Path | None:
+    """../shared/corpus where present (the local mirror), else None."""
+    for cand in (Path("../shared/corpus"), Path(__file__).resolve().parents[3] / "../shared/corpus"):
+        if (cand / "manifest.csv").is_file():
+            return cand.resolve()
+    return None
+
+
+@app.command("eval")
+def eval_(
+    questions: Annotated[Path, typer.Option("--questions", help="questions.jsonl (spec §3).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")],
+    corpus: Annotated[Path | None, typer.Option("--corpus", help="Corpus folder; default "
+                                                "../shared/corpus where present.")] = None,
+    versions: Annotated[str | None, typer.Option(help="Comma-separated text versions.")] = None,
+    methods: Annotated[str | None, typer.Option(help="Comma-separated methods.")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="experiment.yaml (README).")] = None,
+    store: Annotated[Path | None, typer.Option("--store", help="Store cache (default OUT/store).")] = None,
+    bootstrap: Annotated[int | None, typer.Option(help="Bootstrap resamples (default 20000).")] = None,
+) -> None:
+    """Run an experiment design and write metrics.json, ranked.jsonl, report.md and more."""
+    from sourcepage.corpus.manifest import ManifestError
+    from sourcepage.evaluation.experiment import Design, run_experiment
+    from sourcepage.evaluation.questions import QuestionError
+
+    corpus = corpus or default_corpus()
+    if corpus is None:
+        _fail("no --corpus given and ../shared/corpus is not here")
+    try:
+        design = Design.from_yaml(config) if config else Design()
+        if versions or methods:
+            v0, m0 = design.blocks[0]
+            design.blocks = [((versions.split(",") if versions else v0), (methods.split(",") if methods else m0))]
+        if bootstrap is not None:
+            design.bootstrap = bootstrap
+        design.runs()
+    except (ValueError, OSError) as e:
+        _fail(str(e))
+    with _progress() as prog:
+        tasks: dict[str, int] = {}
+
+        def tick(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = prog.add_task(label, total=total)
+            prog.update(tasks[label], completed=done, total=total)
+
+        try:
+            m = run_experiment(corpus, questions, out_dir, design=design, store=store, progress=tick)
+        except (ManifestError, QuestionError, ValueError) as e:
+            _fail(str(e))
+    t = Table(title=f"Page-level retrieval — {m['questions']['answerable']} answerable, "
+                    f"{m['questions']['unsupported']} unsupported, {m['questions']['out_of_domain']} "
+                    "out-of-domain questions", title_justify="left")
+    cols = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "mrr", "ndcg@10", "doc_hit@3")
+    for col in ("version", "method", *cols, "AUROC broad", "AUROC near", "ms p50"):
+        t.add_column(col, justify="left" if col in ("version", "method") else "right", no_wrap=True)
+    for r in m["runs"]:
+        t.add_row(r["text_version"], r["method"], *(f"{r[c]:.3f}" for c in cols),
+                  *(f"{r['auroc'][k]:.3f}" if r["auroc"][k] is not None else "–"
+                    for k in ("broad", "near_domain")), f"{r['query_ms']['p50']:.2f}")
+    out.print(t)
+    out.print(f"report: {out_dir / 'report.md'}  (metrics.json, ranked.jsonl, stats.json, run.json, trec/)")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
