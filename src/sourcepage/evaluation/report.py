@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -176,4 +177,6 @@ def write_report(out: Path, metrics: Mapping[str, Any], stats: Mapping[str, Any]
                  "every number above is recomputable from ranked.jsonl and the question set; TREC run "
                  "and qrels files are in trec/ for ranx, ir_measures or trec_eval. Total time "
                  f"{run_info['timings']['total_s']:.1f} s.\n")
-    return write_text(out / "report.md", "".join(parts))
+    text = re.sub(r"\n+(#+ )", r"\n\n\1", "".join(parts))  # a blank line before every heading
+    text = re.sub(r"(#+ [^\n]*)\n+", r"\1\n\n", text)  # and after it
+    return write_text(out / "report.md", re.sub(r"\n{3,}", "\n\n", text))
