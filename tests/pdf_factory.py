@@ -637,9 +637,7 @@ def safety_corpus(corpus_dir: str | Path) -> Path:
     pdf_dir = corpus / "pdf"
     pdf_dir.mkdir(parents=True, exist_ok=True)
 
-    text_pdf(
-        pdf_dir / "loto_energy_control.pdf", _LOTO_PAGES, header=LOTO_HEADER, footer=LOTO_FOOTER
-    )
+    text_pdf(pdf_dir / "loto_energy_control.pdf", _LOTO_PAGES, header=LOTO_HEADER, footer=LOTO_FOOTER)
     two_column_pdf(pdf_dir / "machine_guarding.pdf", _GUARDING_COLUMNS)
     text_pdf(pdf_dir / "confined_space_entry.pdf", _CONFINED_PAGES)
     text_pdf(pdf_dir / "hse_ppe_at_work.pdf", _PPE_PAGES)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import ir_measures
 import pytest
-from ir_measures import P, R, RR, Success, nDCG
+from ir_measures import RR, P, R, Success, nDCG
 from typer.testing import CliRunner
 
 from sourcepage.cli import app
@@ -17,25 +17,62 @@ from sourcepage.evaluation.experiment import Design, metrics_from_ranked, run_ex
 from sourcepage.evaluation.questions import read_questions
 
 QUESTIONS = [
-    {"id": "A1", "question": "How does a group lockbox work in group lockout?", "topic": "loto",
-     "type": "direct", "answerability": "answerable",
-     "evidence": [{"page": "loto_energy_control#p2", "grade": 2, "excerpt": "group lockbox"}]},
-    {"id": "A2", "question": "What atmospheric testing is needed before entering a permit-required "
-     "confined space?", "topic": "confined_spaces", "type": "procedural", "answerability": "answerable",
-     "evidence": [{"page": "confined_space_entry#p3", "grade": 2, "excerpt": "atmospheric testing"},
-                  {"page": "confined_space_entry#p1", "grade": 1, "excerpt": "permit"}]},
-    {"id": "A3", "question": "When must hearing protection be worn?", "topic": "ppe", "type": "direct",
-     "answerability": "answerable",
-     "evidence": [{"page": "hse_ppe_at_work#p2", "grade": 2, "excerpt": "hearing protection"}]},
-    {"id": "A4", "question": "How close must the tongue guard be to the abrasive wheel?",
-     "topic": "machine_guarding", "type": "direct", "answerability": "answerable",
-     "evidence": [{"page": "machine_guarding#p2", "grade": 2, "excerpt": "tongue guard"}]},
-    {"id": "U1", "question": "What is the fine for a missing lockout lock?", "topic": "loto",
-     "type": "direct", "answerability": "unsupported"},
-    {"id": "U2", "question": "Which brand of gas detector is approved for sewers?",
-     "topic": "confined_spaces", "type": "direct", "answerability": "unsupported"},
-    {"id": "O1", "question": "How long should sourdough bread proof?", "topic": "none",
-     "type": "direct", "answerability": "out_of_domain"},
+    {
+        "id": "A1",
+        "question": "How does a group lockbox work in group lockout?",
+        "topic": "loto",
+        "type": "direct",
+        "answerability": "answerable",
+        "evidence": [{"page": "loto_energy_control#p2", "grade": 2, "excerpt": "group lockbox"}],
+    },
+    {
+        "id": "A2",
+        "question": "What atmospheric testing is needed before entering a permit-required confined space?",
+        "topic": "confined_spaces",
+        "type": "procedural",
+        "answerability": "answerable",
+        "evidence": [
+            {"page": "confined_space_entry#p3", "grade": 2, "excerpt": "atmospheric testing"},
+            {"page": "confined_space_entry#p1", "grade": 1, "excerpt": "permit"},
+        ],
+    },
+    {
+        "id": "A3",
+        "question": "When must hearing protection be worn?",
+        "topic": "ppe",
+        "type": "direct",
+        "answerability": "answerable",
+        "evidence": [{"page": "hse_ppe_at_work#p2", "grade": 2, "excerpt": "hearing protection"}],
+    },
+    {
+        "id": "A4",
+        "question": "How close must the tongue guard be to the abrasive wheel?",
+        "topic": "machine_guarding",
+        "type": "direct",
+        "answerability": "answerable",
+        "evidence": [{"page": "machine_guarding#p2", "grade": 2, "excerpt": "tongue guard"}],
+    },
+    {
+        "id": "U1",
+        "question": "What is the fine for a missing lockout lock?",
+        "topic": "loto",
+        "type": "direct",
+        "answerability": "unsupported",
+    },
+    {
+        "id": "U2",
+        "question": "Which brand of gas detector is approved for sewers?",
+        "topic": "confined_spaces",
+        "type": "direct",
+        "answerability": "unsupported",
+    },
+    {
+        "id": "O1",
+        "question": "How long should sourdough bread proof?",
+        "topic": "none",
+        "type": "direct",
+        "answerability": "out_of_domain",
+    },
 ]
 
 
@@ -69,22 +106,46 @@ def test_contract_files(result: Path) -> None:
         assert set(r["auroc_margin"]) == {"broad", "near_domain", "out_of_domain"}
         assert set(r["query_ms"]) == {"mean", "p50", "p95", "max"}
     rows = [json.loads(x) for x in (result / "ranked.jsonl").read_text().splitlines()]
-    assert set(rows[0]) == {"question_id", "text_version", "method", "rank", "page", "score", "chunk_id", "grade"}
+    assert set(rows[0]) == {
+        "question_id",
+        "text_version",
+        "method",
+        "rank",
+        "page",
+        "score",
+        "chunk_id",
+        "grade",
+    }
     # every question (answerable or not) in every run has every page of the 10 non-blank pages ranked
     per = {}
     for r in rows:
         per.setdefault((r["question_id"], r["text_version"], r["method"]), []).append(r["rank"])
     assert len(per) == 7 * 9
     assert all(ranks == list(range(1, len(ranks) + 1)) and len(ranks) == 10 for ranks in per.values())
-    a1 = [r for r in rows if r["question_id"] == "A1" and r["method"] == "bm25" and r["text_version"] == "raw"]
+    a1 = [
+        r for r in rows if r["question_id"] == "A1" and r["method"] == "bm25" and r["text_version"] == "raw"
+    ]
     assert a1[0]["page"] == "loto_energy_control#p2" and a1[0]["grade"] == 2
     assert a1[0]["chunk_id"].startswith("loto_energy_control#p2#c")
     report = (result / "report.md").read_text()
-    for heading in ("Page-level retrieval", "bootstrap CIs", "Paired statistics", "By topic",
-                    "By question type", "Failures"):
+    for heading in (
+        "Page-level retrieval",
+        "bootstrap CIs",
+        "Paired statistics",
+        "By topic",
+        "By question type",
+        "Failures",
+    ):
         assert heading in report
-    for f in ("stats.json", "run.json", "per_question.jsonl", "trec/qrels.txt", "trec/raw__bm25.run",
-              "hit3_by_topic_raw.png", "answerability_scores.png"):
+    for f in (
+        "stats.json",
+        "run.json",
+        "per_question.jsonl",
+        "trec/qrels.txt",
+        "trec/raw__bm25.run",
+        "hit3_by_topic_raw.png",
+        "answerability_scores.png",
+    ):
         assert (result / f).is_file(), f
 
 
@@ -101,7 +162,9 @@ def test_trec_files_rescore_with_ir_measures(result: Path) -> None:
 
     Our rows carry distinct scores within a query in this corpus, so trec_eval's
     re-sort by score keeps our order."""
-    m = {(r["text_version"], r["method"]): r for r in json.loads((result / "metrics.json").read_text())["runs"]}
+    m = {
+        (r["text_version"], r["method"]): r for r in json.loads((result / "metrics.json").read_text())["runs"]
+    }
     qrels = list(ir_measures.read_trec_qrels(str(result / "trec" / "qrels.txt")))
     binary = [q._replace(relevance=1 if q.relevance >= 1 else 0) for q in qrels]
     for (version, method), ours in m.items():
@@ -114,27 +177,61 @@ def test_trec_files_rescore_with_ir_measures(result: Path) -> None:
         assert agg[nDCG @ 10] == pytest.approx(ours["ndcg@10"], abs=1e-6)
 
 
-def test_rerun_is_byte_identical(result: Path, safety_corpus: Path, questions_file: Path, tmp_path: Path) -> None:
+def test_rerun_is_byte_identical(
+    result: Path, safety_corpus: Path, questions_file: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "again"
     run_experiment(safety_corpus, questions_file, out, design=_design())
     for name in ("ranked.jsonl", "stats.json", "per_question.jsonl", "trec/raw__rrf-bm25_lsa.run"):
         assert (out / name).read_bytes() == (result / name).read_bytes(), name
     a = json.loads((out / "metrics.json").read_text())["runs"]
     b = json.loads((result / "metrics.json").read_text())["runs"]
-    assert [{k: v for k, v in r.items() if k != "query_ms"} for r in a] == \
-        [{k: v for k, v in r.items() if k != "query_ms"} for r in b]
+    assert [{k: v for k, v in r.items() if k != "query_ms"} for r in a] == [
+        {k: v for k, v in r.items() if k != "query_ms"} for r in b
+    ]
 
 
 def test_cli_eval_and_bad_question_file(safety_corpus: Path, questions_file: Path, tmp_path: Path) -> None:
     runner = CliRunner()
-    res = runner.invoke(app, ["eval", "--corpus", str(safety_corpus), "--questions", str(questions_file),
-                              "--out", str(tmp_path / "o"), "--versions", "raw", "--methods", "bm25",
-                              "--bootstrap", "100"])
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            "--corpus",
+            str(safety_corpus),
+            "--questions",
+            str(questions_file),
+            "--out",
+            str(tmp_path / "o"),
+            "--versions",
+            "raw",
+            "--methods",
+            "bm25",
+            "--bootstrap",
+            "100",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "report:" in res.output and (tmp_path / "o" / "report.md").is_file()
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({**QUESTIONS[0], "evidence": [{"page": "loto_energy_control#p9", "grade": 2}]}) + "\n")
-    res = runner.invoke(app, ["eval", "--corpus", str(safety_corpus), "--questions", str(bad),
-                              "--out", str(tmp_path / "o2"), "--versions", "raw", "--methods", "bm25"])
+    bad.write_text(
+        json.dumps({**QUESTIONS[0], "evidence": [{"page": "loto_energy_control#p9", "grade": 2}]}) + "\n"
+    )
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            "--corpus",
+            str(safety_corpus),
+            "--questions",
+            str(bad),
+            "--out",
+            str(tmp_path / "o2"),
+            "--versions",
+            "raw",
+            "--methods",
+            "bm25",
+        ],
+    )
     assert res.exit_code == 2
     assert "bad.jsonl:1" in res.output and "loto_energy_control#p9" in res.output

@@ -59,9 +59,7 @@ def tree_hashes(root: Path) -> dict[str, str]:
 
 def build_all(root: Path) -> Path:
     """Every builder once, into ``root`` (used for the determinism checks)."""
-    pf.text_pdf(
-        root / "text.pdf", ["alpha page", "", "gamma page"], header="H", footer="Guide — page {n}"
-    )
+    pf.text_pdf(root / "text.pdf", ["alpha page", "", "gamma page"], header="H", footer="Guide — page {n}")
     pf.two_column_pdf(root / "two.pdf", [("left side", "right side")])
     pf.hyphenated_pdf(root / "hyph.pdf", ["the energy-iso-", "lating device"])
     pf.image_only_pdf(root / "image.pdf", n_pages=2)
@@ -94,9 +92,7 @@ def test_text_pdf_pages_header_footer_and_blank(tmp_path: Path) -> None:
         assert "Running Header" in text
         assert f"Safety Guide — page {n}" in text
     # extraction order: header, body, footer
-    assert (
-        texts[0].index("Running Header") < texts[0].index("First") < texts[0].index("Safety Guide")
-    )
+    assert texts[0].index("Running Header") < texts[0].index("First") < texts[0].index("Safety Guide")
     # blank body page carries only header/footer
     assert norm(texts[2]) == "Running Header Safety Guide — page 3"
 
@@ -307,9 +303,7 @@ def test_safety_corpus_manifest(corpus: Path) -> None:
 
 
 def test_safety_corpus_page_text(corpus: Path) -> None:
-    texts = {
-        doc_id: page_texts(corpus / "pdf" / f"{doc_id}.pdf") for doc_id in pf.SAFETY_CORPUS_DOCS
-    }
+    texts = {doc_id: page_texts(corpus / "pdf" / f"{doc_id}.pdf") for doc_id in pf.SAFETY_CORPUS_DOCS}
     for doc_id, pages in pf.SAFETY_CORPUS_DOCS.items():
         for n, body in enumerate(pages, start=1):
             extracted = norm(texts[doc_id][n - 1].replace("\ufffe", "-"))
@@ -348,10 +342,7 @@ def test_safety_corpus_layout_features(corpus: Path) -> None:
         assert pf.LOTO_HEADER in text
         assert f"Safety Guide — page {n}" in text
     assert re.search(r"energy-iso[-\ufffe]\s*lating device", loto[0])
-    assert (
-        "energy-iso-\nlating"
-        in PdfReader(corpus / "pdf/loto_energy_control.pdf").pages[0].extract_text()
-    )
+    assert "energy-iso-\nlating" in PdfReader(corpus / "pdf/loto_energy_control.pdf").pages[0].extract_text()
 
     confined = page_texts(corpus / "pdf" / "confined_space_entry.pdf")
     assert confined[1] == ""

@@ -36,8 +36,11 @@ def query_terms(question: str) -> set[str]:
 
 def highlight_spans(passage: str, terms: set[str]) -> list[tuple[int, int]]:
     """Character spans of ``passage`` whose word is a query term (case-insensitive)."""
-    return [(m.start(), m.end()) for m in re.finditer(r"[^\W_]+(?:['’][^\W_]+)?", passage)
-            if m.group(0).lower().replace("’", "'") in terms]
+    return [
+        (m.start(), m.end())
+        for m in re.finditer(r"[^\W_]+(?:['’][^\W_]+)?", passage)
+        if m.group(0).lower().replace("’", "'") in terms
+    ]
 
 
 def search(
@@ -61,20 +64,42 @@ def search(
         doc_id, n = parse_page_id(h.page_id)
         d = s.documents[doc_id]
         passage = s.passage(h.chunk_id)
-        results.append({
-            "rank": h.rank, "page": h.page_id, "doc_id": doc_id, "page_number": n,
-            "score": h.score, "chunk_id": h.chunk_id, "passage": passage,
-            "highlights": highlight_spans(passage, terms),
-            "title": d.title, "authority": d.authority, "jurisdiction": d.jurisdiction,
-            "year": d.year, "doc_type": d.doc_type, "role": d.role, "source_url": d.source_url,
-            "topic": d.topic, "extra": dict(d.extra)})
+        results.append(
+            {
+                "rank": h.rank,
+                "page": h.page_id,
+                "doc_id": doc_id,
+                "page_number": n,
+                "score": h.score,
+                "chunk_id": h.chunk_id,
+                "passage": passage,
+                "highlights": highlight_spans(passage, terms),
+                "title": d.title,
+                "authority": d.authority,
+                "jurisdiction": d.jurisdiction,
+                "year": d.year,
+                "doc_type": d.doc_type,
+                "role": d.role,
+                "source_url": d.source_url,
+                "topic": d.topic,
+                "extra": dict(d.extra),
+            }
+        )
     top = results[:DECISION_DEPTH]
     overlap = any(r["highlights"] for r in top)
     decision = decide(ranking.method, [s.documents[r["doc_id"]] for r in top], overlap)
-    return {"question": question, "method": ranking.method, "text_version": version,
-            "k": k, "filters": dict(filters or {}), "decision": decision.decision,
-            "reasons": list(decision.reasons), "jurisdictions": sorted({r["jurisdiction"] for r in top}),
-            "query_ms": round(ms, 3), "results": results}
+    return {
+        "question": question,
+        "method": ranking.method,
+        "text_version": version,
+        "k": k,
+        "filters": dict(filters or {}),
+        "decision": decision.decision,
+        "reasons": list(decision.reasons),
+        "jurisdictions": sorted({r["jurisdiction"] for r in top}),
+        "query_ms": round(ms, 3),
+        "results": results,
+    }
 
 
 def documents(store: str | Path) -> list[dict[str, Any]]:

@@ -19,8 +19,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table  # noqa: E402
 from rich.text import Text  # noqa: E402
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Find, judge and measure the exact source pages that support a safety answer.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Find, judge and measure the exact source pages that support a safety answer.",
+)
 # a pipe or a file gets a wide table rather than rich's 80-column default
 out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True)
@@ -29,8 +32,15 @@ StoreOpt = Annotated[Path, typer.Option("--store", help="Store directory.")]
 
 
 def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=err, transient=False, disable=not err.is_terminal)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+        disable=not err.is_terminal,
+    )
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -51,9 +61,12 @@ def ingest(
     no_headers_footers: Annotated[bool, typer.Option(help="Keep running headers/footers.")] = False,
     no_dehyphenate: bool = False,
     no_whitespace: bool = False,
-    enrich_fields: Annotated[str, typer.Option(help="Comma-separated header fields.")] =
-        "title,topic,authority,jurisdiction,year,page",
-    workers: Annotated[int, typer.Option(help="Parallel extraction processes (0: one per core).")] = 0,
+    enrich_fields: Annotated[
+        str, typer.Option(help="Comma-separated header fields.")
+    ] = "title,topic,authority,jurisdiction,year,page",
+    workers: Annotated[
+        int, typer.Option(help="Extraction processes (0: one per core for corpora over 64 MB, else 1).")
+    ] = 0,
     force: Annotated[bool, typer.Option(help="Re-extract every document.")] = False,
 ) -> None:
     """Validate, extract, audit, clean and chunk a corpus into a store (incremental)."""
@@ -67,7 +80,8 @@ def ingest(
         settings = TextSettings(
             CleanConfig(not no_headers_footers, not no_dehyphenate, not no_whitespace),
             ChunkConfig(chunk_size, chunk_overlap, chunk_mode, chunk_scope),
-            tuple(f.strip() for f in enrich_fields.split(",") if f.strip()))
+            tuple(f.strip() for f in enrich_fields.split(",") if f.strip()),
+        )
     except ValueError as e:
         _fail(str(e))
     with _progress() as prog:
@@ -77,18 +91,28 @@ def ingest(
             prog.update(task, completed=done, total=total, description=f"extracted {doc_id}")
 
         try:
-            rep = run(corpus, store, engine=engine, allow_checksum_mismatch=allow_checksum_mismatch,
-                      settings=settings, workers=workers or None, force=force, progress=tick)
+            rep = run(
+                corpus,
+                store,
+                engine=engine,
+                allow_checksum_mismatch=allow_checksum_mismatch,
+                settings=settings,
+                workers=workers or None,
+                force=force,
+                progress=tick,
+            )
         except ManifestError as e:
             _fail(str(e))
         except ValueError as e:
             _fail(str(e))
-    rate = rep.pages_extracted / rep.extract_seconds if rep.extract_seconds else 0.0
+    rate = rep.pages_extracted / rep.wall_seconds if rep.wall_seconds else 0.0
     out.print(f"[bold]store[/] {rep.store}  engine {rep.engine}")
-    out.print(f"extracted {len(rep.extracted)} documents ({rep.pages_extracted} pages, "
-              f"{rep.extract_seconds:.2f} s of extraction, {rate:.0f} pages/s), "
-              f"rebuilt {len(rep.rebuilt)}, unchanged {len(rep.unchanged)}, failed {len(rep.failed)}, "
-              f"removed {len(rep.removed)} in {rep.wall_seconds:.2f} s")
+    out.print(
+        f"extracted {len(rep.extracted)} documents ({rep.pages_extracted} pages, "
+        f"{rep.extract_seconds:.2f} s in the extractor, {rate:.0f} pages/s overall), "
+        f"rebuilt {len(rep.rebuilt)}, unchanged {len(rep.unchanged)}, failed {len(rep.failed)}, "
+        f"removed {len(rep.removed)} in {rep.wall_seconds:.2f} s"
+    )
     out.print("chunks: " + ", ".join(f"{v} {n}" for v, n in rep.chunks.items()))
     for doc_id, why in sorted(rep.failed.items()):
         err.print(f"[yellow]skipped[/] {doc_id}: {why}", highlight=False)
@@ -124,11 +148,17 @@ def audit(
         counts = {k: sum(1 for r in rs if r[k]) for k in keys}
         for k in keys:
             totals[k] += counts[k]
-        t.add_row(doc_id, str(len(rs)), f"{sum(r['chars'] for r in rs) / len(rs):.0f}",
-                  *(str(counts[k]) for k in keys))
+        t.add_row(
+            doc_id,
+            str(len(rs)),
+            f"{sum(r['chars'] for r in rs) / len(rs):.0f}",
+            *(str(counts[k]) for k in keys),
+        )
     n = len(rows)
     t.add_section()
-    t.add_row("all", str(n), f"{sum(r['chars'] for r in rows) / max(n, 1):.0f}", *(str(totals[k]) for k in keys))
+    t.add_row(
+        "all", str(n), f"{sum(r['chars'] for r in rows) / max(n, 1):.0f}", *(str(totals[k]) for k in keys)
+    )
     out.print(t)
     out.print(f"{len(docs)} documents. Flags are automated risk indicators, not adjudicated labels.")
     if pages:
@@ -174,20 +204,26 @@ def index(
                 task = prog.add_task(f"{v} {m.name}", total=None)
                 t0 = time.perf_counter()
                 try:
-                    path = build_index(st, v, m, progress=lambda d, n, task=task: prog.update(
-                        task, completed=d, total=n))
+                    path = build_index(
+                        st, v, m, progress=lambda d, n, task=task: prog.update(task, completed=d, total=n)
+                    )
                 except ValueError as e:
                     _fail(str(e))
                 prog.update(task, completed=1, total=1)
                 params = json.loads((path / "params.json").read_text())
-                t.add_row(v, m.name, str(params["chunks"]), f"{time.perf_counter() - t0:.2f}",
-                          f"{index_size_bytes(path) / 1024:.0f} KiB")
+                t.add_row(
+                    v,
+                    m.name,
+                    str(params["chunks"]),
+                    f"{time.perf_counter() - t0:.2f}",
+                    f"{index_size_bytes(path) / 1024:.0f} KiB",
+                )
     out.print(t)
 
 
 def _highlight(passage: str, spans: list[tuple[int, int]], limit: int = 400) -> Text:
     start = max(0, spans[0][0] - 120) if spans else 0
-    text = Text(("…" if start else "") + passage[start:start + limit].replace("\n", " "))
+    text = Text(("…" if start else "") + passage[start : start + limit].replace("\n", " "))
     off = 1 if start else 0
     for a, b in spans:
         if a >= start and b <= start + limit:
@@ -202,9 +238,15 @@ def search(
     method: Annotated[str, typer.Option(help="bm25, lsa, dense[:model], rrf:a+b[+c].")] = "bm25",
     k: Annotated[int, typer.Option("-k", "--k", help="Pages to return (1-100).")] = 10,
     version: Annotated[str, typer.Option(help="raw, cleaned or enriched.")] = "raw",
-    filter_: Annotated[list[str] | None, typer.Option("--filter", help="field=value[,value]; repeatable. "
-                                                      "year_from=YYYY / year_to=YYYY bound the year.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (README documents the schema).")] = False,
+    filter_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--filter", help="field=value[,value]; repeatable. year_from=YYYY / year_to=YYYY bound the year."
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (README documents the schema).")
+    ] = False,
 ) -> None:
     """Rank the source pages that support a question, with provenance and a decision."""
     from sourcepage.api import filters_from_pairs
@@ -214,8 +256,7 @@ def search(
     if not 1 <= k <= 100:
         _fail(f"-k must be between 1 and 100, got {k}")
     try:
-        res = run(question, store, method=method, k=k, version=version,
-                  filters=filters_from_pairs(filter_))
+        res = run(question, store, method=method, k=k, version=version, filters=filters_from_pairs(filter_))
     except (StoreError, ValueError, RuntimeError) as e:
         _fail(str(e))
     if as_json:
@@ -223,18 +264,34 @@ def search(
         return
     t = Table(title=f"{res['method']} · {version} · {question}", title_justify="left")
     for col in ("rank", "page", "score", "title", "authority", "jur.", "year", "type", "role"):
-        t.add_column(col, no_wrap=col != "title", overflow="ellipsis",
-                     justify="right" if col in ("rank", "score") else "left")
+        t.add_column(
+            col,
+            no_wrap=col != "title",
+            overflow="ellipsis",
+            justify="right" if col in ("rank", "score") else "left",
+        )
     for r in res["results"]:
-        t.add_row(str(r["rank"]), r["page"], f"{r['score']:.4g}", r["title"][:48], r["authority"],
-                  r["jurisdiction"], r["year"], r["doc_type"], r["role"])
+        t.add_row(
+            str(r["rank"]),
+            r["page"],
+            f"{r['score']:.4g}",
+            r["title"][:48],
+            r["authority"],
+            r["jurisdiction"],
+            r["year"],
+            r["doc_type"],
+            r["role"],
+        )
     out.print(t)
     colour = {"answer": "green", "refuse": "red", "review": "yellow"}[res["decision"]]
     out.print(f"[bold {colour}]decision: {res['decision']}[/] — " + " ".join(res["reasons"]), highlight=False)
     if len(res["jurisdictions"]) > 1:
-        out.print(f"[bold yellow]Note:[/] the top pages come from {len(res['jurisdictions'])} "
-                  f"jurisdictions ({', '.join(res['jurisdictions'])}); do not treat their requirements "
-                  "as interchangeable.", highlight=False)
+        out.print(
+            f"[bold yellow]Note:[/] the top pages come from {len(res['jurisdictions'])} "
+            f"jurisdictions ({', '.join(res['jurisdictions'])}); do not treat their requirements "
+            "as interchangeable.",
+            highlight=False,
+        )
     for r in res["results"][:3]:
         out.print(Text(f"\n[{r['rank']}] {r['page']} ({r['chunk_id']})", style="bold"))
         out.print(_highlight(r["passage"], [tuple(s) for s in r["highlights"]]))
@@ -252,8 +309,9 @@ def default_corpus() -> Path | None:
 def eval_(
     questions: Annotated[Path, typer.Option("--questions", help="questions.jsonl (spec §3).")],
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")],
-    corpus: Annotated[Path | None, typer.Option("--corpus", help="Corpus folder; default "
-                                                "../shared/corpus where present.")] = None,
+    corpus: Annotated[
+        Path | None, typer.Option("--corpus", help="Corpus folder; default ../shared/corpus where present.")
+    ] = None,
     versions: Annotated[str | None, typer.Option(help="Comma-separated text versions.")] = None,
     methods: Annotated[str | None, typer.Option(help="Comma-separated methods.")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="experiment.yaml (README).")] = None,
@@ -272,7 +330,9 @@ def eval_(
         design = Design.from_yaml(config) if config else Design()
         if versions or methods:
             v0, m0 = design.blocks[0]
-            design.blocks = [((versions.split(",") if versions else v0), (methods.split(",") if methods else m0))]
+            design.blocks = [
+                ((versions.split(",") if versions else v0), (methods.split(",") if methods else m0))
+            ]
         if bootstrap is not None:
             design.bootstrap = bootstrap
         design.runs()
@@ -290,16 +350,23 @@ def eval_(
             m = run_experiment(corpus, questions, out_dir, design=design, store=store, progress=tick)
         except (ManifestError, QuestionError, ValueError) as e:
             _fail(str(e))
-    t = Table(title=f"Page-level retrieval — {m['questions']['answerable']} answerable, "
-                    f"{m['questions']['unsupported']} unsupported, {m['questions']['out_of_domain']} "
-                    "out-of-domain questions", title_justify="left")
+    t = Table(
+        title=f"Page-level retrieval — {m['questions']['answerable']} answerable, "
+        f"{m['questions']['unsupported']} unsupported, {m['questions']['out_of_domain']} "
+        "out-of-domain questions",
+        title_justify="left",
+    )
     cols = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "mrr", "ndcg@10", "doc_hit@3")
     for col in ("version", "method", *cols, "AUROC broad", "AUROC near", "ms p50"):
         t.add_column(col, justify="left" if col in ("version", "method") else "right", no_wrap=True)
     for r in m["runs"]:
-        t.add_row(r["text_version"], r["method"], *(f"{r[c]:.3f}" for c in cols),
-                  *(f"{r['auroc'][k]:.3f}" if r["auroc"][k] is not None else "–"
-                    for k in ("broad", "near_domain")), f"{r['query_ms']['p50']:.2f}")
+        t.add_row(
+            r["text_version"],
+            r["method"],
+            *(f"{r[c]:.3f}" for c in cols),
+            *(f"{r['auroc'][k]:.3f}" if r["auroc"][k] is not None else "–" for k in ("broad", "near_domain")),
+            f"{r['query_ms']['p50']:.2f}",
+        )
     out.print(t)
     out.print(f"report: {out_dir / 'report.md'}  (metrics.json, ranked.jsonl, stats.json, run.json, trec/)")
 

@@ -241,9 +241,7 @@ def test_cross_check_ir_measures():
     qrels, run = _toy_benchmark()
 
     def calc(measures, qrel_map):
-        qrel_rows = [
-            ir_measures.Qrel(q, p, g) for q, judged in qrel_map.items() for p, g in judged.items()
-        ]
+        qrel_rows = [ir_measures.Qrel(q, p, g) for q, judged in qrel_map.items() for p, g in judged.items()]
         # distinct descending scores, so trec_eval's tie-breaking never matters
         run_rows = [
             ir_measures.ScoredDoc(q, p, float(100 - r))
@@ -289,12 +287,8 @@ def test_cross_check_ranx():
     names |= {f"recall@{k}": f"recall@{k}" for k in ks}
     names |= {f"mrr@{k}": f"mrr@{k}" for k in ks}
     names |= {f"ndcg@{k}": f"ndcg@{k}" for k in ks}
-    binary = ranx.evaluate(
-        ranx.Qrels(_binary(qrels)), ranx_run, list(names.values()), return_mean=False
-    )
-    graded = ranx.evaluate(
-        ranx.Qrels(qrels), ranx_run, [f"ndcg@{k}" for k in ks], return_mean=False
-    )
+    binary = ranx.evaluate(ranx.Qrels(_binary(qrels)), ranx_run, list(names.values()), return_mean=False)
+    graded = ranx.evaluate(ranx.Qrels(qrels), ranx_run, [f"ndcg@{k}" for k in ks], return_mean=False)
     qids = list(ranx_run.keys())  # ranx's question order for the per-query arrays
     table = per_question(qrels, run, list(names) + [f"ndcg_graded@{k}" for k in ks])
     for ours, theirs in names.items():

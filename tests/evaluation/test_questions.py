@@ -207,8 +207,10 @@ def test_malformed_page_id(tmp_path, page):
 
 def test_missing_page_and_grade(tmp_path):
     problems = _problems(_write(tmp_path, _answerable(evidence=[{"excerpt": "x"}])))
-    assert problems == [f"{tmp_path / 'questions.jsonl'}:1: evidence item 1: missing 'page'",
-                        f"{tmp_path / 'questions.jsonl'}:1: evidence item 1: missing 'grade'"]
+    assert problems == [
+        f"{tmp_path / 'questions.jsonl'}:1: evidence item 1: missing 'page'",
+        f"{tmp_path / 'questions.jsonl'}:1: evidence item 1: missing 'grade'",
+    ]
 
 
 def test_page_not_known_names_existing_pages(tmp_path):
@@ -240,8 +242,11 @@ def test_same_page_twice(tmp_path):
 def test_bad_optional_fields(tmp_path):
     _only(_write(tmp_path, _unsupported(reference_answer=["x"])), 1, "reference_answer must be a string")
     _only(_write(tmp_path, _unsupported(answer_points="one")), 1, "answer_points must be a list of strings")
-    _only(_write(tmp_path, _answerable(evidence=[{"page": "ppe#p1", "grade": 2, "excerpt": 3}])), 1,
-          "excerpt must be a string")
+    _only(
+        _write(tmp_path, _answerable(evidence=[{"page": "ppe#p1", "grade": 2, "excerpt": 3}])),
+        1,
+        "excerpt must be a string",
+    )
 
 
 def test_negative_questions_may_use_other_types(tmp_path):

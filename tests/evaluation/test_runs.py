@@ -216,7 +216,11 @@ def test_ranx_rescores_written_files(tmp_path):
 def test_trec_eval_order_breaks_ties_by_docno_descending():
     ranking = [("a#p1", 2.0), ("b#p1", 1.0), ("c#p1", 1.0), ("d#p1", 0.5), ("e#p1", 1.0)]
     assert trec_eval_order(ranking) == [
-        ("a#p1", 2.0), ("e#p1", 1.0), ("c#p1", 1.0), ("b#p1", 1.0), ("d#p1", 0.5)
+        ("a#p1", 2.0),
+        ("e#p1", 1.0),
+        ("c#p1", 1.0),
+        ("b#p1", 1.0),
+        ("d#p1", 0.5),
     ]
     assert tied_queries({"x": ranking, "y": ranking[:2], "z": []}) == ["x"]
 
@@ -242,8 +246,9 @@ def test_tied_scores_trec_eval_reorders_and_metrics_can_change(tmp_path):
     ):
         theirs[(str(m.measure), m.query_id)] = m.value
     # RR (no cutoff) looks at all 30 ranks; compare with our mrr at that depth
-    as_trec_eval = per_question(qrels, {q: [p for p, _ in trec_eval_order(r)] for q, r in run.items()},
-                                list(names), depth=30)
+    as_trec_eval = per_question(
+        qrels, {q: [p for p, _ in trec_eval_order(r)] for q, r in run.items()}, list(names), depth=30
+    )
     as_ours = per_question(qrels, _pages(run), list(names), depth=30)
     changed = 0
     for our_name, their_name in names.items():

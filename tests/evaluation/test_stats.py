@@ -208,9 +208,7 @@ def test_auroc_bootstrap_ci():
     assert low < point < high
     assert auroc_bootstrap_ci(pos, neg) == (point, low, high)
     # agrees with a plain stratified index bootstrap (different draws) within MC error
-    ref = [
-        auroc(pos[rng.integers(0, 36, 36)], neg[rng.integers(0, 18, 18)]) for _ in range(3000)
-    ]
+    ref = [auroc(pos[rng.integers(0, 36, 36)], neg[rng.integers(0, 18, 18)]) for _ in range(3000)]
     ref_low, ref_high = np.quantile(ref, [0.025, 0.975])
     assert low == pytest.approx(ref_low, abs=0.03)
     assert high == pytest.approx(ref_high, abs=0.03)

@@ -70,8 +70,13 @@ def _layout(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage) -> PageLayout:
     wide_rects = [r for r in rects if r[2] - r[0] >= 0.2 * width]
     left = sum(1 for r in wide_rects if r[2] <= 0.55 * width)
     right = sum(1 for r in wide_rects if r[0] >= 0.45 * width)
-    return PageLayout(images=images, lines=len(lines), side_by_side_lines=side,
-                      left_column_rects=left, right_column_rects=right)
+    return PageLayout(
+        images=images,
+        lines=len(lines),
+        side_by_side_lines=side,
+        left_column_rects=left,
+        right_column_rects=right,
+    )
 
 
 def _open(path: Path) -> pdfium.PdfDocument:

@@ -93,9 +93,7 @@ def read_manifest(
     header = reader.fieldnames or []
     missing = [c for c in MANIFEST_COLUMNS if c not in header]
     if missing:
-        raise ManifestError(
-            [Problem(name, 1, c, "required column missing from header") for c in missing]
-        )
+        raise ManifestError([Problem(name, 1, c, "required column missing from header") for c in missing])
     dupes = sorted({c for c in header if header.count(c) > 1})
     for c in dupes:
         problems.append(Problem(name, 1, c, "column appears more than once in header"))
@@ -110,9 +108,7 @@ def read_manifest(
         row = {k: (v or "").strip() for k, v in row.items()}
         doc_id = row["doc_id"]
         if not DOC_ID.match(doc_id):
-            problems.append(
-                Problem(name, line, "doc_id", f"{doc_id!r} must match [a-z0-9][a-z0-9_-]*")
-            )
+            problems.append(Problem(name, line, "doc_id", f"{doc_id!r} must match [a-z0-9][a-z0-9_-]*"))
         elif doc_id in seen:
             problems.append(
                 Problem(name, line, "doc_id", f"duplicate {doc_id!r} (first on line {seen[doc_id]})")
@@ -121,8 +117,9 @@ def read_manifest(
             seen[doc_id] = line
         if row["role"] and row["role"] not in ROLES:
             warnings.append(
-                Problem(name, line, "role", f"{row['role']!r} is not one of {ROLES}", fatal=False,
-                        doc_id=doc_id)
+                Problem(
+                    name, line, "role", f"{row['role']!r} is not one of {ROLES}", fatal=False, doc_id=doc_id
+                )
             )
         if row["year"] and not re.fullmatch(r"\d{4}", row["year"]):
             problems.append(Problem(name, line, "year", f"{row['year']!r} is not a year"))
@@ -140,12 +137,24 @@ def read_manifest(
                 want = row["sha256"].lower()
                 got = sha256_file(pdf)
                 if not re.fullmatch(r"[0-9a-f]{64}", want):
-                    p = Problem(name, line, "sha256", f"{row['sha256']!r} is not a SHA-256 hex "
-                                f"digest (file has {got})", fatal=not allow_checksum_mismatch, doc_id=doc_id)
+                    p = Problem(
+                        name,
+                        line,
+                        "sha256",
+                        f"{row['sha256']!r} is not a SHA-256 hex digest (file has {got})",
+                        fatal=not allow_checksum_mismatch,
+                        doc_id=doc_id,
+                    )
                     (warnings if allow_checksum_mismatch else problems).append(p)
                 elif want != got:
-                    p = Problem(name, line, "sha256", f"manifest says {want}, {row['file']} has "
-                                f"{got}", fatal=not allow_checksum_mismatch, doc_id=doc_id)
+                    p = Problem(
+                        name,
+                        line,
+                        "sha256",
+                        f"manifest says {want}, {row['file']} has {got}",
+                        fatal=not allow_checksum_mismatch,
+                        doc_id=doc_id,
+                    )
                     (warnings if allow_checksum_mismatch else problems).append(p)
                 row["sha256"] = got
         docs.append(Document.from_dict(row))

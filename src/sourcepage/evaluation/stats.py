@@ -212,8 +212,7 @@ def wilcoxon_signed_rank(
     x, y = _paired(a, b)
     d = x - y
     n_nonzero = int(np.count_nonzero(d))
-    result: dict = {"statistic": 0.0, "p": 1.0, "n": int(d.size), "n_nonzero": n_nonzero,
-                    "note": None}
+    result: dict = {"statistic": 0.0, "p": 1.0, "n": int(d.size), "n_nonzero": n_nonzero, "note": None}
     if n_nonzero == 0:
         result["note"] = "all paired differences are zero; no evidence of a difference"
         return result

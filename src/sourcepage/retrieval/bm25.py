@@ -17,8 +17,9 @@ import numpy as np
 VARIANTS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 
 
-def build(corpus_tokens: list[list[str]], k1: float = 1.5, b: float = 0.75,
-          variant: str = "robertson") -> bm25s.BM25:
+def build(
+    corpus_tokens: list[list[str]], k1: float = 1.5, b: float = 0.75, variant: str = "robertson"
+) -> bm25s.BM25:
     """Index pre-tokenized chunks."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown BM25 variant {variant!r}; choose from {VARIANTS}")

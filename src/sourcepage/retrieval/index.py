@@ -48,14 +48,26 @@ class IndexSettings:
     def for_method(self, method: Method) -> dict[str, Any]:
         """The subset of settings that matters to ``method``."""
         if method.kind == "bm25":
-            return {"tokenizer": asdict(self.tokenizer), "k1": self.k1, "b": self.b,
-                    "variant": self.bm25_variant}
+            return {
+                "tokenizer": asdict(self.tokenizer),
+                "k1": self.k1,
+                "b": self.b,
+                "variant": self.bm25_variant,
+            }
         if method.kind == "lsa":
-            return {"tokenizer": asdict(self.tokenizer), "dims": self.lsa_dims, "seed": self.seed,
-                    "ngram_range": [1, 2]}
+            return {
+                "tokenizer": asdict(self.tokenizer),
+                "dims": self.lsa_dims,
+                "seed": self.seed,
+                "ngram_range": [1, 2],
+            }
         enc = dense.MODELS[method.model]
-        return {"model": enc.name, "description": enc.description, "dim": enc.dim,
-                "max_tokens": enc.max_tokens}
+        return {
+            "model": enc.name,
+            "description": enc.description,
+            "dim": enc.dim,
+            "max_tokens": enc.max_tokens,
+        }
 
 
 @dataclass
@@ -117,25 +129,36 @@ def build_index(
     tmp.mkdir(parents=True, exist_ok=False)
     try:
         if method.kind == "bm25":
-            model = bm25.build([tokenize(t, settings.tokenizer) for t in texts], settings.k1, settings.b,
-                               settings.bm25_variant)
+            model = bm25.build(
+                [tokenize(t, settings.tokenizer) for t in texts],
+                settings.k1,
+                settings.b,
+                settings.bm25_variant,
+            )
             bm25.save(model, tmp)
         elif method.kind == "lsa":
-            model = lsa.build(texts, lambda t: tokenize(t, settings.tokenizer), settings.lsa_dims,
-                              settings.seed)
+            model = lsa.build(
+                texts, lambda t: tokenize(t, settings.tokenizer), settings.lsa_dims, settings.seed
+            )
             lsa.save(model, tmp)
         else:
             enc = dense.MODELS[method.model]
-            vectors = dense.embed_passages(enc, texts, store.cached_embeddings, store.cache_embeddings,
-                                           progress)
+            vectors = dense.embed_passages(
+                enc, texts, store.cached_embeddings, store.cache_embeddings, progress
+            )
             np.save(tmp / "embeddings.npy", vectors)
         write_json(tmp / "chunks.json", [c.chunk_id for c in chunks])
-        params = {"format": INDEX_FORMAT, "method": method.name, "kind": method.kind,
-                  "text_version": version, "chunks": len(chunks),
-                  "chunk_fingerprint": store.chunk_fingerprint(version),
-                  "settings": settings.for_method(method),
-                  "build_seconds": round(time.perf_counter() - t0, 4),
-                  "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        params = {
+            "format": INDEX_FORMAT,
+            "method": method.name,
+            "kind": method.kind,
+            "text_version": version,
+            "chunks": len(chunks),
+            "chunk_fingerprint": store.chunk_fingerprint(version),
+            "settings": settings.for_method(method),
+            "build_seconds": round(time.perf_counter() - t0, 4),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
         write_json(tmp / "params.json", params)
         final = folder / build_id
         tmp.rename(final)

@@ -29,12 +29,14 @@ def _l2(x: np.ndarray) -> np.ndarray:
 
 
 def _vectorizer(tokenizer: Callable[[str], list[str]]) -> TfidfVectorizer:
-    return TfidfVectorizer(tokenizer=tokenizer, lowercase=False, token_pattern=None,
-                           ngram_range=(1, 2), dtype=np.float64)
+    return TfidfVectorizer(
+        tokenizer=tokenizer, lowercase=False, token_pattern=None, ngram_range=(1, 2), dtype=np.float64
+    )
 
 
-def build(texts: list[str], tokenizer: Callable[[str], list[str]], dims: int = 256,
-          seed: int = 42) -> LsaIndex:
+def build(
+    texts: list[str], tokenizer: Callable[[str], list[str]], dims: int = 256, seed: int = 42
+) -> LsaIndex:
     """Fit TF-IDF and SVD on ``texts``; dims shrink when the corpus is too small."""
     vec = _vectorizer(tokenizer)
     x = vec.fit_transform(texts)

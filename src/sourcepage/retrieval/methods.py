@@ -59,8 +59,7 @@ def parse_method(name: str) -> Method:
         return Method("dense", model=model)
     if kind in ("bm25", "lsa") and not model:
         return Method(kind)
-    raise ValueError(
-        f"unknown method {name!r}; use bm25, lsa, dense, dense:<model>, or rrf:<a>+<b>[+<c>]")
+    raise ValueError(f"unknown method {name!r}; use bm25, lsa, dense, dense:<model>, or rrf:<a>+<b>[+<c>]")
 
 
 def parse_methods(spec: str) -> list[Method]:

@@ -41,5 +41,7 @@ def collapse(
     ranked = best[np.lexsort((p[best], -s[best]))]
     if depth is not None:
         ranked = ranked[:depth]
-    return [Hit(rank=r, page_id=page_ids[p[j]], score=float(s[j]), chunk_id=chunk_ids[idx[j]])
-            for r, j in enumerate(ranked, 1)]
+    return [
+        Hit(rank=r, page_id=page_ids[p[j]], score=float(s[j]), chunk_id=chunk_ids[idx[j]])
+        for r, j in enumerate(ranked, 1)
+    ]

@@ -57,8 +57,10 @@ class Searcher:
             idx = load_index(self.store, self.version, method, self.settings, self._fingerprint)
             if idx is None:
                 if not self.auto_build:
-                    raise RuntimeError(f"no current {method.name} index for version {self.version!r} "
-                                       f"in {self.store.path}: run `sourcepage index`")
+                    raise RuntimeError(
+                        f"no current {method.name} index for version {self.version!r} "
+                        f"in {self.store.path}: run `sourcepage index`"
+                    )
                 cb = (lambda d, n: self.progress(method.name, d, n)) if self.progress else None
                 build_index(self.store, self.version, method, self.settings, cb)
                 idx = load_index(self.store, self.version, method, self.settings, self._fingerprint)
@@ -69,18 +71,23 @@ class Searcher:
     def _mask(self, idx: LoadedIndex, filters: dict[str, list[str]]) -> np.ndarray | None:
         if not filters:
             return None
-        ok = np.array([matches(self.documents[d], filters) if d in self.documents else False
-                       for d in idx.doc_ids], dtype=bool)
+        ok = np.array(
+            [matches(self.documents[d], filters) if d in self.documents else False for d in idx.doc_ids],
+            dtype=bool,
+        )
         return ok[idx.chunk_docs]
 
-    def _base(self, method: Method, query: str, filters: dict[str, list[str]],
-              depth: int | None) -> list[Hit]:
+    def _base(
+        self, method: Method, query: str, filters: dict[str, list[str]], depth: int | None
+    ) -> list[Hit]:
         idx = self.index(method)
-        return collapse(idx.scores(query), idx.chunk_pages, idx.page_ids, idx.chunk_ids,
-                        self._mask(idx, filters), depth)
+        return collapse(
+            idx.scores(query), idx.chunk_pages, idx.page_ids, idx.chunk_ids, self._mask(idx, filters), depth
+        )
 
-    def rank(self, query: str, method: str | Method = "bm25", k: int | None = 20,
-             filters: Filters | None = None) -> Ranking:
+    def rank(
+        self, query: str, method: str | Method = "bm25", k: int | None = 20, filters: Filters | None = None
+    ) -> Ranking:
         """Ranked unique pages for ``query``; ``k=None`` ranks every candidate page."""
         m = parse_method(method) if isinstance(method, str) else method
         f = check_filters(filters, list(self.documents.values()))
@@ -95,8 +102,9 @@ class Searcher:
         return Ranking(method=m.name, text_version=self.version, hits=tuple(hits))
 
     def passage(self, chunk_id: str) -> str:
-        row = self.store.conn.execute("SELECT text FROM chunks WHERE version=? AND chunk_id=?",
-                                      (self.version, chunk_id)).fetchone()
+        row = self.store.conn.execute(
+            "SELECT text FROM chunks WHERE version=? AND chunk_id=?", (self.version, chunk_id)
+        ).fetchone()
         return row[0] if row else ""
 
     def document(self, page: str) -> Document:

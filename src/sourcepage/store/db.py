@@ -82,7 +82,8 @@ class Store:
 
     def _check_schema(self, create: bool) -> None:
         has_meta = self.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+        ).fetchone()
         if not has_meta:
             with self.conn:
                 self.conn.executescript(_SCHEMA)
@@ -93,11 +94,14 @@ class Store:
         if found > SCHEMA_VERSION:
             raise StoreError(
                 f"store {self.path} has schema version {found}, newer than this sourcepage "
-                f"reads ({SCHEMA_VERSION}); upgrade sourcepage or ingest into a new store")
+                f"reads ({SCHEMA_VERSION}); upgrade sourcepage or ingest into a new store"
+            )
         while found < SCHEMA_VERSION:
             if found not in MIGRATIONS:
-                raise StoreError(f"store {self.path} has schema version {found}; no migration "
-                                 f"to {SCHEMA_VERSION} exists: re-ingest into a new store")
+                raise StoreError(
+                    f"store {self.path} has schema version {found}; no migration "
+                    f"to {SCHEMA_VERSION} exists: re-ingest into a new store"
+                )
             with self.conn:
                 self.conn.executescript(MIGRATIONS[found])
                 found += 1
@@ -118,33 +122,39 @@ class Store:
         return json.loads(row[0]) if row else default
 
     def set_meta(self, key: str, value: Any, conn: sqlite3.Connection | None = None) -> None:
-        (conn or self.conn).execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                                    (key, json.dumps(value, sort_keys=True)))
+        (conn or self.conn).execute(
+            "INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value, sort_keys=True))
+        )
 
     # -- documents ------------------------------------------------------------------
     def document_rows(self) -> dict[str, dict[str, Any]]:
-        cur = self.conn.execute("SELECT doc_id, sha256, metadata, status, error, engine, version,"
-                                " n_pages, extract_seconds, ingested_at FROM documents")
+        cur = self.conn.execute(
+            "SELECT doc_id, sha256, metadata, status, error, engine, version,"
+            " n_pages, extract_seconds, ingested_at FROM documents"
+        )
         cols = [d[0] for d in cur.description]
         return {r[0]: dict(zip(cols, r, strict=True)) for r in cur.fetchall()}
 
     def documents(self) -> list[Document]:
         """Successfully ingested documents, ordered by doc_id."""
         rows = self.conn.execute(
-            "SELECT metadata FROM documents WHERE status='ok' ORDER BY doc_id").fetchall()
+            "SELECT metadata FROM documents WHERE status='ok' ORDER BY doc_id"
+        ).fetchall()
         return [Document.from_dict(json.loads(r[0])) for r in rows]
 
     def page_texts(self, doc_id: str, version: str = "raw") -> list[str]:
         col = {"raw": "raw", "cleaned": "cleaned", "enriched": "cleaned"}[version]
-        rows = self.conn.execute(f"SELECT {col} FROM pages WHERE doc_id=? ORDER BY page_no",
-                                 (doc_id,)).fetchall()
+        rows = self.conn.execute(
+            f"SELECT {col} FROM pages WHERE doc_id=? ORDER BY page_no", (doc_id,)
+        ).fetchall()
         return [r[0] for r in rows]
 
     def page_rows(self) -> list[dict[str, Any]]:
         cur = self.conn.execute(
             "SELECT p.doc_id, p.page_no, p.chars, p.images, p.low_text_100, p.low_text_300,"
             " p.multi_column_risk, p.spacing_artifact FROM pages p JOIN documents d"
-            " ON d.doc_id=p.doc_id AND d.status='ok' ORDER BY p.doc_id, p.page_no")
+            " ON d.doc_id=p.doc_id AND d.status='ok' ORDER BY p.doc_id, p.page_no"
+        )
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
@@ -167,41 +177,78 @@ class Store:
     ) -> None:
         """Replace one document's pages and chunks inside the caller's transaction,
         moving the previous version (if its checksum differs) into the history."""
-        prev = conn.execute("SELECT sha256, metadata, version, status FROM documents WHERE doc_id=?",
-                            (doc.doc_id,)).fetchone()
+        prev = conn.execute(
+            "SELECT sha256, metadata, version, status FROM documents WHERE doc_id=?", (doc.doc_id,)
+        ).fetchone()
         version = 1
         if prev is not None:
             version = prev[2]
             if prev[0] != doc.sha256 and prev[3] == "ok":
-                old_pages = [r[0] for r in conn.execute(
-                    "SELECT raw FROM pages WHERE doc_id=? ORDER BY page_no", (doc.doc_id,))]
-                conn.execute("INSERT INTO document_history (doc_id, version, sha256, metadata, pages,"
-                             " replaced_at) VALUES (?,?,?,?,?,?)",
-                             (doc.doc_id, prev[2], prev[0], prev[1], json.dumps(old_pages), now()))
+                old_pages = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT raw FROM pages WHERE doc_id=? ORDER BY page_no", (doc.doc_id,)
+                    )
+                ]
+                conn.execute(
+                    "INSERT INTO document_history (doc_id, version, sha256, metadata, pages,"
+                    " replaced_at) VALUES (?,?,?,?,?,?)",
+                    (doc.doc_id, prev[2], prev[0], prev[1], json.dumps(old_pages), now()),
+                )
                 version = prev[2] + 1
         conn.execute("DELETE FROM pages WHERE doc_id=?", (doc.doc_id,))
         conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc.doc_id,))
         conn.executemany(
             "INSERT INTO pages VALUES (?,?,?,?,?,?,?,?,?,?)",
-            [(doc.doc_id, i, r, c, a.chars, a.images, int(a.low_text_100), int(a.low_text_300),
-              int(a.multi_column_risk), int(a.spacing_artifact))
-             for i, (r, c, a) in enumerate(zip(raw, cleaned, audits, strict=True), 1)])
+            [
+                (
+                    doc.doc_id,
+                    i,
+                    r,
+                    c,
+                    a.chars,
+                    a.images,
+                    int(a.low_text_100),
+                    int(a.low_text_300),
+                    int(a.multi_column_risk),
+                    int(a.spacing_artifact),
+                )
+                for i, (r, c, a) in enumerate(zip(raw, cleaned, audits, strict=True), 1)
+            ],
+        )
         self.write_chunks(conn, doc.doc_id, chunks)
         conn.execute(
             "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (doc.doc_id, doc.sha256, json.dumps(doc.as_dict(), sort_keys=True), "ok", None, engine,
-             version, len(raw), seconds, now()))
+            (
+                doc.doc_id,
+                doc.sha256,
+                json.dumps(doc.as_dict(), sort_keys=True),
+                "ok",
+                None,
+                engine,
+                version,
+                len(raw),
+                seconds,
+                now(),
+            ),
+        )
 
     def write_chunks(self, conn: sqlite3.Connection, doc_id: str, chunks: dict[str, list[Chunk]]) -> None:
         conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
         conn.executemany(
             "INSERT INTO chunks VALUES (?,?,?,?,?,?,?)",
-            [(v, c.chunk_id, c.doc_id, c.page, seq, json.dumps(c.spans), c.text)
-             for v, cs in chunks.items() for seq, c in enumerate(cs)])
+            [
+                (v, c.chunk_id, c.doc_id, c.page, seq, json.dumps(c.spans), c.text)
+                for v, cs in chunks.items()
+                for seq, c in enumerate(cs)
+            ],
+        )
 
     def update_metadata(self, conn: sqlite3.Connection, doc: Document) -> None:
-        conn.execute("UPDATE documents SET metadata=? WHERE doc_id=?",
-                     (json.dumps(doc.as_dict(), sort_keys=True), doc.doc_id))
+        conn.execute(
+            "UPDATE documents SET metadata=? WHERE doc_id=?",
+            (json.dumps(doc.as_dict(), sort_keys=True), doc.doc_id),
+        )
 
     def record_failure(self, conn: sqlite3.Connection, doc: Document, error: str) -> None:
         """Mark a document failed. A previously good version stays searchable."""
@@ -209,17 +256,31 @@ class Store:
         if prev is not None and prev[0] == "ok":
             conn.execute("UPDATE documents SET error=? WHERE doc_id=?", (error, doc.doc_id))
             return
-        conn.execute("INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?)",
-                     (doc.doc_id, doc.sha256, json.dumps(doc.as_dict(), sort_keys=True), "failed",
-                      error, None, 1, 0, None, now()))
+        conn.execute(
+            "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                doc.doc_id,
+                doc.sha256,
+                json.dumps(doc.as_dict(), sort_keys=True),
+                "failed",
+                error,
+                None,
+                1,
+                0,
+                None,
+                now(),
+            ),
+        )
 
     def remove_document(self, conn: sqlite3.Connection, doc_id: str) -> None:
         for table in ("pages", "chunks", "documents"):
             conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
 
     def history(self, doc_id: str) -> list[dict[str, Any]]:
-        cur = self.conn.execute("SELECT version, sha256, replaced_at FROM document_history WHERE"
-                                " doc_id=? ORDER BY version", (doc_id,))
+        cur = self.conn.execute(
+            "SELECT version, sha256, replaced_at FROM document_history WHERE doc_id=? ORDER BY version",
+            (doc_id,),
+        )
         return [dict(zip(("version", "sha256", "replaced_at"), r, strict=True)) for r in cur]
 
     # -- chunks -----------------------------------------------------------------------
@@ -230,7 +291,8 @@ class Store:
         rows = self.conn.execute(
             "SELECT c.chunk_id, c.doc_id, c.page_no, c.spans, c.text FROM chunks c JOIN documents d"
             " ON d.doc_id=c.doc_id AND d.status='ok' WHERE c.version=? ORDER BY c.doc_id, c.seq",
-            (version,)).fetchall()
+            (version,),
+        ).fetchall()
         return [Chunk(r[0], r[1], r[2], tuple(tuple(s) for s in json.loads(r[3])), r[4]) for r in rows]
 
     def chunk_fingerprint(self, version: str) -> str:
@@ -252,42 +314,55 @@ class Store:
         out: dict[str, Any] = {}
         for i in range(0, len(shas), 500):
             part = shas[i : i + 500]
-            q = f"SELECT text_sha, dim, vector FROM embeddings WHERE model=? AND text_sha IN ({','.join('?' * len(part))})"
+            marks = ",".join("?" * len(part))
+            q = f"SELECT text_sha, dim, vector FROM embeddings WHERE model=? AND text_sha IN ({marks})"
             for sha, _dim, blob in self.conn.execute(q, (model, *part)):
                 out[sha] = np.frombuffer(blob, dtype=np.float32)
         return out
 
     def cache_embeddings(self, model: str, vectors: dict[str, Any]) -> None:
         with self.conn:
-            self.conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?,?,?,?)",
-                                  [(model, s, int(v.shape[0]), v.astype("float32").tobytes())
-                                   for s, v in vectors.items()])
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO embeddings VALUES (?,?,?,?)",
+                [(model, s, int(v.shape[0]), v.astype("float32").tobytes()) for s, v in vectors.items()],
+            )
 
     # -- run log ------------------------------------------------------------------
     def start_run(self, command: str, args: dict[str, Any]) -> int:
         with self.conn:
-            cur = self.conn.execute("INSERT INTO runs (command, args, started_at, status) VALUES"
-                                    " (?,?,?, 'running')", (command, json.dumps(args, default=str), now()))
+            cur = self.conn.execute(
+                "INSERT INTO runs (command, args, started_at, status) VALUES (?,?,?, 'running')",
+                (command, json.dumps(args, default=str), now()),
+            )
         return int(cur.lastrowid or 0)
 
     def finish_run(self, run_id: int, status: str, summary: dict[str, Any]) -> None:
         with self.conn:
-            self.conn.execute("UPDATE runs SET finished_at=?, status=?, summary=? WHERE id=?",
-                              (now(), status, json.dumps(summary, default=str), run_id))
+            self.conn.execute(
+                "UPDATE runs SET finished_at=?, status=?, summary=? WHERE id=?",
+                (now(), status, json.dumps(summary, default=str), run_id),
+            )
 
-    def warn(self, conn: sqlite3.Connection, run_id: int, doc_id: str | None, kind: str, message: str) -> None:
-        conn.execute("INSERT INTO warnings (run_id, doc_id, kind, message, created_at) VALUES"
-                     " (?,?,?,?,?)", (run_id, doc_id, kind, message, now()))
+    def warn(
+        self, conn: sqlite3.Connection, run_id: int, doc_id: str | None, kind: str, message: str
+    ) -> None:
+        conn.execute(
+            "INSERT INTO warnings (run_id, doc_id, kind, message, created_at) VALUES (?,?,?,?,?)",
+            (run_id, doc_id, kind, message, now()),
+        )
 
     def warnings(self, run_id: int | None = None) -> list[dict[str, Any]]:
         q = "SELECT run_id, doc_id, kind, message, created_at FROM warnings"
-        rows = self.conn.execute(q + (" WHERE run_id=?" if run_id else "") + " ORDER BY id",
-                                 (run_id,) if run_id else ()).fetchall()
-        return [dict(zip(("run_id", "doc_id", "kind", "message", "created_at"), r, strict=True))
-                for r in rows]
+        rows = self.conn.execute(
+            q + (" WHERE run_id=?" if run_id else "") + " ORDER BY id", (run_id,) if run_id else ()
+        ).fetchall()
+        return [
+            dict(zip(("run_id", "doc_id", "kind", "message", "created_at"), r, strict=True)) for r in rows
+        ]
 
     def runs(self) -> list[dict[str, Any]]:
-        cur = self.conn.execute("SELECT id, command, started_at, finished_at, status, summary FROM runs"
-                                " ORDER BY id")
+        cur = self.conn.execute(
+            "SELECT id, command, started_at, finished_at, status, summary FROM runs ORDER BY id"
+        )
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]

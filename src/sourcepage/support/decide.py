@@ -39,13 +39,30 @@ def decide(
         return Decision("refuse", ("No retrieved passage shares a content word with the question.",))
     juris = jurisdictions(top_docs)
     if len(juris) > 1:
-        return Decision("review", (f"The top pages come from more than one jurisdiction "
-                                   f"({', '.join(juris)}); requirements may differ.",))
+        return Decision(
+            "review",
+            (
+                f"The top pages come from more than one jurisdiction "
+                f"({', '.join(juris)}); requirements may differ.",
+            ),
+        )
     if threshold is None or top_score is None:
-        return Decision("review", (f"No calibrated answer threshold exists for {method} on this "
-                                   "store yet; a reviewer should confirm the evidence.",))
+        return Decision(
+            "review",
+            (
+                f"No calibrated answer threshold exists for {method} on this "
+                "store yet; a reviewer should confirm the evidence.",
+            ),
+        )
     if top_score >= threshold:
-        return Decision("answer", (f"Top {method} score {top_score:.4g} is at or above the calibrated "
-                                   f"threshold {threshold:.4g}.",))
-    return Decision("refuse", (f"Top {method} score {top_score:.4g} is below the calibrated threshold "
-                               f"{threshold:.4g}: the documents probably do not answer this.",))
+        return Decision(
+            "answer",
+            (f"Top {method} score {top_score:.4g} is at or above the calibrated threshold {threshold:.4g}.",),
+        )
+    return Decision(
+        "refuse",
+        (
+            f"Top {method} score {top_score:.4g} is below the calibrated threshold "
+            f"{threshold:.4g}: the documents probably do not answer this.",
+        ),
+    )

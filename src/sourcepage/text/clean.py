@@ -58,8 +58,9 @@ def remove_headers_footers(pages: list[str], edge: int = 2) -> list[str]:
         lines = text.split("\n")
         nonempty = [i for i, ln in enumerate(lines) if ln.strip()]
         edge_idx = set(nonempty[:edge] + nonempty[-edge:])
-        out.append("\n".join(ln for i, ln in enumerate(lines)
-                             if not (i in edge_idx and _line_key(ln) in keys)))
+        out.append(
+            "\n".join(ln for i, ln in enumerate(lines) if not (i in edge_idx and _line_key(ln) in keys))
+        )
     return out
 
 

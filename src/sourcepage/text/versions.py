@@ -42,13 +42,19 @@ class TextSettings:
     enrich_fields: tuple[str, ...] = DEFAULT_ENRICH_FIELDS
 
     def as_dict(self) -> dict[str, object]:
-        return {"clean": self.clean.as_dict(), "chunk": self.chunk.as_dict(),
-                "enrich_fields": list(self.enrich_fields)}
+        return {
+            "clean": self.clean.as_dict(),
+            "chunk": self.chunk.as_dict(),
+            "enrich_fields": list(self.enrich_fields),
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> TextSettings:
-        return cls(CleanConfig(**d.get("clean", {})), ChunkConfig(**d.get("chunk", {})),
-                   tuple(d.get("enrich_fields", DEFAULT_ENRICH_FIELDS)))
+        return cls(
+            CleanConfig(**d.get("clean", {})),
+            ChunkConfig(**d.get("chunk", {})),
+            tuple(d.get("enrich_fields", DEFAULT_ENRICH_FIELDS)),
+        )
 
 
 def metadata_header(doc: Document, page: int, fields: tuple[str, ...] = DEFAULT_ENRICH_FIELDS) -> str:
