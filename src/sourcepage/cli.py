@@ -325,7 +325,19 @@ def eval_(
 
     corpus = corpus or default_corpus()
     if corpus is None:
-        _fail("no --corpus given and ../shared/corpus is not here")
+        manifest = questions.parent / "manifest.csv"
+        if not manifest.is_file():
+            _fail(f"no --corpus given, no ../shared/corpus, and no {manifest} to download from")
+        from sourcepage.corpus.fetch import fetch_corpus
+
+        err.print(f"no local corpus: downloading the documents of {manifest} (checksums verified)")
+        rep = fetch_corpus(manifest)
+        for doc_id, why in sorted(rep.problems.items()):
+            err.print(f"[yellow]not fetched[/] {doc_id}: {why}", highlight=False)
+        if rep.problems:
+            _fail(f"{len(rep.problems)} of the corpus documents could not be fetched into {rep.corpus}; "
+                  "pass --corpus with a local copy")
+        corpus = rep.corpus
     try:
         design = Design.from_yaml(config) if config else Design()
         if versions or methods:
