@@ -299,7 +299,7 @@ def search(
 
 def default_corpus() -> Path | None:
     """../shared/corpus where present (the local mirror), else None."""
-    for cand in (Path("../shared/corpus"), Path(__file__).resolve().parents[3] / "../shared/corpus"):
+    for cand in (Path("../shared/corpus"), Path(__file__).resolve().parents[2].parent / "shared" / "corpus"):
         if (cand / "manifest.csv").is_file():
             return cand.resolve()
     return None
