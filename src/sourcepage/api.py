@@ -13,12 +13,14 @@ from sourcepage.retrieval.filters import Filters
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
 from sourcepage.store.db import Store
-from sourcepage.support.decide import decide
+from sourcepage.support.calibrate import Policy, load_policy, question_features
+from sourcepage.support.decide import Calibration, decide
 
 #: how many top pages the decision and the jurisdiction notice look at
 DECISION_DEPTH = 5
 
 _searchers: dict[tuple[str, str], Searcher] = {}
+_policies: dict[tuple[str, str], Policy | None] = {}
 
 
 def searcher(store: str | Path, version: str = "raw") -> Searcher:
@@ -27,6 +29,43 @@ def searcher(store: str | Path, version: str = "raw") -> Searcher:
     if key not in _searchers:
         _searchers[key] = Searcher(Store(store), version)
     return _searchers[key]
+
+
+def policy(store: str | Path, version: str) -> Policy | None:
+    """The calibrated policy stored with the version's indexes, if it matches the chunks."""
+    key = (str(Path(store).resolve()), version)
+    if key not in _policies:
+        p = load_policy(Path(store), version)
+        if p is not None and p.chunk_fingerprint:
+            if p.chunk_fingerprint != searcher(store, version).store.chunk_fingerprint(version):
+                p = None  # calibrated on other chunks: stale
+        _policies[key] = p
+    return _policies[key]
+
+
+def calibration_for(
+    store: str | Path, version: str, question: str, filters: Filters | None = None
+) -> tuple[Calibration, dict[str, float]] | None:
+    """The calibrated verdict inputs for a question, or None without a policy."""
+    pol = policy(store, version)
+    if pol is None:
+        return None
+    feats, _, _ = question_features(
+        searcher(store, version), question, pol.sparse, pol.semantic, filters=filters
+    )
+    from sourcepage.support.features import matrix
+
+    prob = float(pol.classifier.proba(matrix([feats]))[0])
+    cal = Calibration(
+        prob,
+        pol.t_refuse,
+        pol.t_answer,
+        pol.target_recall,
+        sum(pol.n_questions.values()),
+        f"{pol.sparse} + {pol.semantic} on {version}",
+        conflicting=feats["rr_a_in_b"] == 0 and feats["rr_b_in_a"] == 0,
+    )
+    return cal, feats
 
 
 def query_terms(question: str) -> set[str]:

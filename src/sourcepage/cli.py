@@ -297,6 +297,178 @@ def search(
         out.print(_highlight(r["passage"], [tuple(s) for s in r["highlights"]]))
 
 
+def _page_window(text: str, terms: set[str], limit: int = 1500) -> Text:
+    """Up to ``limit`` characters of a page around its densest run of query terms, terms bold."""
+    from sourcepage.api import highlight_spans
+
+    spans = highlight_spans(text, terms)
+    start = 0
+    if len(text) > limit and spans:
+        best = -1
+        for a, _ in spans:
+            s0 = max(0, min(a - 150, len(text) - limit))
+            n = sum(1 for x, y in spans if x >= s0 and y <= s0 + limit)
+            if n > best:
+                best, start = n, s0
+    body = text[start : start + limit]
+    pre = "…" if start else ""
+    t = Text(pre + body + ("…" if start + limit < len(text) else ""))
+    for a, b in spans:
+        if a >= start and b <= start + limit:
+            t.stylize("bold yellow", a - start + len(pre), b - start + len(pre))
+    return t
+
+
+def _ask_grade(prompt: str) -> str:
+    """'0', '1', '2', 's' or 'q' (Ctrl-D / Ctrl-C count as 'q')."""
+    import click
+
+    while True:
+        try:
+            ans = typer.prompt(prompt, default="", show_default=False).strip().lower()
+        except (click.exceptions.Abort, typer.Abort, EOFError, KeyboardInterrupt):
+            return "q"
+        if ans in ("0", "1", "2", "s", "q"):
+            return ans
+        err.print("answer 0, 1, 2, s or q", highlight=False)
+
+
+def _ask_note() -> str:
+    import click
+
+    try:
+        return typer.prompt("note (optional)", default="", show_default=False).strip()
+    except (click.exceptions.Abort, typer.Abort, EOFError, KeyboardInterrupt):
+        return ""
+
+
+@app.command()
+def judge(
+    store: StoreOpt = Path(".store"),
+    questions: Annotated[Path, typer.Option("--questions", help="questions.jsonl (spec §3).")] = Path(
+        "questions.jsonl"
+    ),
+    reviewer: Annotated[str, typer.Option("--reviewer", help="Your reviewer name.")] = "",
+    methods: Annotated[
+        str, typer.Option(help="Comma-separated methods whose pages are pooled.")
+    ] = "bm25,lsa",
+    depth: Annotated[int, typer.Option(help="Pages pooled per method and question.")] = 10,
+    version: Annotated[str, typer.Option(help="Text version searched for the pool.")] = "raw",
+    db: Annotated[
+        Path | None, typer.Option("--db", help="Judgments file (default STORE/judgments.sqlite).")
+    ] = None,
+    kappa: Annotated[
+        str | None, typer.Option("--kappa", help="Other reviewer: print Cohen's kappa and disagreements.")
+    ] = None,
+    export_to: Annotated[
+        Path | None, typer.Option("--export", help="Write the judged questions.jsonl here.")
+    ] = None,
+    adjudicate_: Annotated[
+        bool, typer.Option("--adjudicate", help="Walk the disagreements with --kappa OTHER and settle them.")
+    ] = False,
+) -> None:
+    """Judge pooled pages for each question (resumable); kappa, adjudication and export."""
+    from sourcepage import judge as J
+    from sourcepage.api import query_terms
+    from sourcepage.evaluation.questions import QuestionError, read_questions
+    from sourcepage.records import parse_page_id
+    from sourcepage.retrieval.search import Searcher
+    from sourcepage.store.db import Store, StoreError
+
+    if not reviewer.strip():
+        _fail("--reviewer NAME is required")
+    if reviewer.startswith(J.ADJUDICATOR):
+        _fail(f"reviewer names starting with {J.ADJUDICATOR!r} are reserved")
+    if adjudicate_ and not kappa:
+        _fail("--adjudicate needs --kappa OTHER (the reviewer to reconcile with)")
+    if depth < 1:
+        _fail(f"--depth must be at least 1, got {depth}")
+    try:
+        st = Store(store)
+        known = {f"{r['doc_id']}#p{r['page_no']}" for r in st.page_rows()}
+        qs = read_questions(questions, known)
+    except (StoreError, QuestionError, OSError) as e:
+        _fail(str(e))
+    by_id = {q.id: q for q in qs}
+    conn = J.connect(db or J.default_path(store))
+
+    def show(qid: str, page: str, header: str) -> None:
+        q = by_id.get(qid)
+        out.rule(header)
+        if q is not None:
+            out.print(Text(f"{qid}: {q.question}", style="bold"))
+            for p in q.answer_points:
+                out.print(Text(f"  • {p}"))
+        doc_id, n = parse_page_id(page)
+        meta = st.page(doc_id, n)
+        title = next((d.title for d in st.documents() if d.doc_id == doc_id), "")
+        out.print(Text(f"page {page} — {title}", style="bold cyan"))
+        text = (meta or {}).get("cleaned", "") or "(no text on this page)"
+        out.print(_page_window(text, query_terms(q.question) if q else set()))
+
+    acted = False
+    if kappa:
+        acted = True
+        k = J.cohens_kappa(conn, reviewer, kappa)
+        kap = "undefined" if k["kappa"] is None else f"{k['kappa']:.3f}"
+        agr = "–" if k["agreement"] is None else f"{k['agreement']:.3f}"
+        out.print(f"Cohen's kappa {reviewer} vs {kappa}: {kap} over {k['n']} pairs (agreement {agr})")
+        dis = J.disagreements(conn, reviewer, kappa)
+        if dis:
+            t = Table(title=f"{len(dis)} disagreements", title_justify="left")
+            for col in ("question", "page", reviewer, kappa):
+                t.add_column(col, no_wrap=True)
+            for d in dis:
+                t.add_row(d["question_id"], d["page"], str(d[reviewer]), str(d[kappa]))
+            out.print(t)
+        else:
+            out.print("no disagreements")
+        if adjudicate_:
+            settled = J.current(conn, J.ADJUDICATOR + reviewer)
+            todo = [d for d in dis if (d["question_id"], d["page"], J.ADJUDICATOR + reviewer) not in settled]
+            for i, d in enumerate(todo, 1):
+                show(d["question_id"], d["page"], f"adjudicate {i}/{len(todo)}")
+                out.print(f"{reviewer}: {d[reviewer]}   {kappa}: {d[kappa]}", highlight=False)
+                ans = _ask_grade("final grade [0/1/2], s=skip, q=quit")
+                if ans == "q":
+                    break
+                if ans == "s":
+                    continue
+                J.adjudicate(conn, d["question_id"], d["page"], int(ans), reviewer, _ask_note())
+    if export_to is not None:
+        acted = True
+        rep = J.export(conn, qs, export_to, reviewer=reviewer)
+        for w in rep.warnings:
+            err.print(f"[yellow]warning:[/] {w}", highlight=False)
+        out.print(
+            f"wrote {rep.questions} questions to {export_to} "
+            f"({len(rep.changed)} with changed evidence, {len(rep.warnings)} warnings)",
+            highlight=False,
+        )
+    if acted:
+        return
+    try:
+        searcher = Searcher(st, version)
+        pooled = J.pool(searcher, qs, [m.strip() for m in methods.split(",") if m.strip()], depth)
+    except (ValueError, RuntimeError) as e:
+        _fail(str(e))
+    todo_pairs = J.pending(conn, pooled, reviewer)
+    total = sum(len(v) for v in pooled.values())
+    out.print(f"{reviewer}: {total - len(todo_pairs)}/{total} pooled pages judged, {len(todo_pairs)} to go")
+    done = 0
+    for i, (qid, page) in enumerate(todo_pairs, 1):
+        show(qid, page, f"{i}/{len(todo_pairs)}")
+        ans = _ask_grade("grade [0/1/2], s=skip, q=quit")
+        if ans == "q":
+            break
+        if ans == "s":
+            continue
+        J.record(conn, qid, page, int(ans), reviewer, _ask_note())
+        done += 1
+    left = len(J.pending(conn, pooled, reviewer))
+    out.print(f"recorded {done} judgments; {left} pending (run again to resume)")
+
+
 def default_corpus() -> Path | None:
     """../shared/corpus where present (the local mirror), else None."""
     for cand in (Path("../shared/corpus"), Path(__file__).resolve().parents[2].parent / "shared" / "corpus"):
@@ -381,6 +553,88 @@ def eval_(
         )
     out.print(t)
     out.print(f"report: {out_dir / 'report.md'}  (metrics.json, ranked.jsonl, stats.json, run.json, trec/)")
+
+
+@app.command()
+def bench(
+    corpus: Annotated[Path, typer.Option("--corpus", help="Corpus folder (manifest.csv + pdf/).")],
+    questions: Annotated[Path, typer.Option("--questions", help="questions.jsonl to time.")],
+    store: StoreOpt = Path(".store"),
+    repeats: Annotated[int, typer.Option(help="Repeats per measurement (medians reported).")] = 5,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON.")] = None,
+) -> None:
+    """Time extraction, BM25 index build and query latency here, next to the study's §3.8."""
+    from sourcepage.corpus.manifest import ManifestError
+    from sourcepage.evaluation.bench import run_bench
+    from sourcepage.evaluation.questions import QuestionError
+
+    try:
+        r = run_bench(corpus, questions, store, repeats, progress=lambda s: err.print(f"[dim]timing {s}…[/]"))
+    except (ManifestError, QuestionError, ValueError, OSError) as e:
+        _fail(str(e))
+    ref, mach = r["reference"], r["machine"]
+    pk = ", ".join(f"{k} {v}" for k, v in mach["packages"].items() if v)
+    out.print(
+        f"[bold]Machine:[/] {mach['cpu']}, {mach['cpu_count']} CPUs, {mach['platform']}, "
+        f"Python {mach['python']}; {pk}. Medians over {repeats} repeat(s).",
+        highlight=False,
+    )
+    t = Table(title=f"Extraction — {r['extraction']['documents']} PDFs, serial", title_justify="left")
+    for col in ("engine", "pages", "seconds", "pages/s", "× study"):
+        t.add_column(col, justify="left" if col == "engine" else "right")
+    for name, e in r["extraction"]["engines"].items():
+        t.add_row(
+            name, str(e["pages"]), f"{e['seconds']:.3f}", f"{e['pages_per_s']:.1f}", f"{e['x_study']:.2f}"
+        )
+    t.add_row(
+        "study (pypdf)",
+        str(ref["extract_pages"]),
+        f"{ref['extract_seconds']:.3f}",
+        f"{ref['extract_pages_per_s']:.1f}",
+        "1.00",
+        style="dim",
+    )
+    out.print(t)
+    ix = r["index_build"]
+    t = Table(
+        title=f"BM25 index build — {ix['chunks']} raw chunks, {ix['tokens']} tokens "
+        f"(tokenizing them: {r['chunks']['tokenize_seconds']:.3f} s)",
+        title_justify="left",
+    )
+    for col in ("index", "seconds", "÷ study 0.074 s"):
+        t.add_column(col, justify="left" if col == "index" else "right")
+    for name, b in ix["builds"].items():
+        t.add_row(name, f"{b['seconds']:.4f}", f"{b['x_study']:.2f}")
+    out.print(t)
+    q = r["query"]
+    t = Table(
+        title=f"BM25 query latency (ms) — {q['questions']} questions, after one warm-up query",
+        title_justify="left",
+    )
+    for col in ("path", "mean", "p50", "p95", "max", "p50 ÷ rank_bm25", "p50 ÷ study 0.671"):
+        t.add_column(col, justify="left" if col == "path" else "right", no_wrap=True)
+    for name, s in q["paths"].items():
+        t.add_row(
+            name,
+            *(f"{s[k]:.3f}" for k in ("mean", "p50", "p95", "max")),
+            f"{s['x_rank_bm25_p50']:.3f}",
+            f"{s['x_study_p50']:.3f}",
+        )
+    rq = ref["query_ms"]
+    t.add_row("study", *(f"{rq[k]:.3f}" for k in ("mean", "p50", "p95", "max")), "", "1.000", style="dim")
+    out.print(t)
+    p = r["parity"]
+    mark = "[green]ok[/]" if p["ok"] else "[bold red]MISMATCH[/]"
+    out.print(
+        f"Parity with rank_bm25 BM25Okapi(epsilon=0) over {p['questions']} questions: "
+        f"max |Δscore| = {p['max_abs_diff']:.3g} (tolerance {p['tolerance']:g}) {mark}"
+    )
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(r, indent=2) + "\n", encoding="utf-8")
+        out.print(f"json: {json_out}")
+    if not p["ok"]:
+        raise typer.Exit(1)
 
 
 def main() -> None:

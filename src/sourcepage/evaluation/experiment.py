@@ -24,6 +24,8 @@ import numpy as np
 
 from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
+from sourcepage.evaluation.answerability import evaluate_support
+from sourcepage.evaluation.answerability import figure as support_figure
 from sourcepage.evaluation.questions import read_questions
 from sourcepage.evaluation.runs import write_trec_qrels, write_trec_run
 from sourcepage.ingest import ingest
@@ -271,7 +273,6 @@ def run_experiment(
                 )
             if progress:
                 progress(f"run {n_run}/{len(runs)} {version} {method}", i, len(qs))
-    st.close()
     run_metrics = metrics_from_ranked(rows, qs)
     for r in run_metrics:
         ms = np.array(latency[(r["text_version"], r["method"])])
@@ -291,6 +292,11 @@ def run_experiment(
     stats = statistics(per_q, rows, qs, runs, design)
     timings["statistics_s"] = round(time.perf_counter() - t0, 3)
     write_json(out / "stats.json", stats)
+    t0 = time.perf_counter()
+    support = evaluate_support(rows, qs, runs, searchers, seed=design.seed, n_boot=design.bootstrap)
+    timings["answerability_s"] = round(time.perf_counter() - t0, 3)
+    st.close()
+    write_json(out / "answerability.json", support)
     trec_dir = out / "trec"
     write_trec_qrels(trec_dir / "qrels.txt", {q.id: q.evidence for q in qs if q.evidence})
     by_run = rankings_from_rows(rows)
@@ -304,6 +310,9 @@ def run_experiment(
     from sourcepage.evaluation.report import figures, write_report
 
     figs = figures(out, per_q, rows, qs, runs)
+    rc = support_figure(out, support)
+    if rc:
+        figs.append(rc)
     timings["total_s"] = round(time.perf_counter() - t_start, 3)
     run_info = {
         "schema": 1,
@@ -343,7 +352,7 @@ def run_experiment(
         },
         "outputs": {},
     }
-    write_report(out, metrics, stats, per_q, qs, runs, figs, run_info)
+    write_report(out, metrics, stats, per_q, qs, runs, figs, run_info, support)
     run_info["outputs"] = {
         p.name: sha256_path(p) for p in sorted(out.iterdir()) if p.is_file() and p.name != "run.json"
     }

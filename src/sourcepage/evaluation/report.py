@@ -112,6 +112,7 @@ def write_report(
     runs: Sequence[tuple[str, str]],
     figs: Sequence[str],
     run_info: Mapping[str, Any],
+    support: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write report.md: headline table, CIs, statistics, breakdowns, failures, figures."""
     c = metrics["questions"]
@@ -304,6 +305,8 @@ def write_report(
                 ],
             )
         )
+    if support and support["versions"]:
+        parts.append(support_section(support))
     qtext = {q.id: q for q in qs}
     parts.append(
         "\n## Failures: the worst answerable questions per run\n\n"
@@ -348,3 +351,73 @@ def write_report(
     text = re.sub(r"\n+(#+ )", r"\n\n\1", "".join(parts))  # a blank line before every heading
     text = re.sub(r"(#+ [^\n]*)\n+", r"\1\n\n", text)  # and after it
     return write_text(out / "report.md", re.sub(r"\n{3,}", "\n\n", text))
+
+
+def _ci(x: Sequence[float]) -> str:
+    return f"{_f(x[0])} [{_f(x[1])}, {_f(x[2])}]"
+
+
+def _pct(x: float) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.0f}%"
+
+
+def support_section(support: Mapping[str, Any]) -> str:
+    """The answerability section: held-out folds only."""
+    t = support["target_recall"]
+    parts = [
+        "\n## Does the corpus support an answer? (held-out folds)\n\n",
+        f"Stratified {support['folds']}-fold cross-validation (seed {support['seed']}): the classifier "
+        "and every threshold are fitted on the other folds; the numbers below are the held-out "
+        f"questions only. Policies keep answerable recall ≥ {t:.0%} on the training folds.\n",
+    ]
+    for version, e in support["versions"].items():
+        parts.append(f"\n### {version}: {e['sparse']} + {e['semantic']}\n\n")
+        rows = [
+            [
+                f"classifier ({len(e['feature_auroc'])} features)",
+                *(_ci(e["classifier_auroc"][k]) for k in ("broad", "near_domain", "out_of_domain")),
+            ]
+        ]
+        rows += [
+            [f, *(_ci(v[k]) for k in ("broad", "near_domain", "out_of_domain"))]
+            for f, v in e["feature_auroc"].items()
+        ]
+        parts.append(_table(["feature", "AUROC broad [CI]", "AUROC near [CI]", "AUROC ood [CI]"], rows))
+        d = e["classifier_decisions"]
+        rows = [
+            [
+                "classifier: answer / review / refuse",
+                *(
+                    f"{_pct(d[c]['answer'])} / {_pct(d[c]['review'])} / {_pct(d[c]['refuse'])}"
+                    for c in ("answerable", "unsupported", "out_of_domain")
+                ),
+            ]
+        ]
+        for m, sm in e["single_method"].items():
+            rows.append(
+                [
+                    f"{m} top score: answer / refuse",
+                    *(
+                        f"{_pct(sm[c]['answer'])} / {_pct(sm[c]['refuse'])}"
+                        for c in ("answerable", "unsupported", "out_of_domain")
+                    ),
+                ]
+            )
+        parts.append("\n")
+        parts.append(
+            _table(
+                [
+                    "policy (held-out)",
+                    f"answerable (n={d['answerable']['n']})",
+                    f"unsupported (n={d['unsupported']['n']})",
+                    f"out-of-domain (n={d['out_of_domain']['n']})",
+                ],
+                rows,
+            )
+        )
+        wrong = d["answerable_refused"]
+        parts.append(
+            f"\nAnswerable questions the classifier wrongly refused: {', '.join(wrong) or 'none'}. "
+            f"Negatives it answered: {', '.join(d['unsupported_answered']) or 'none'}.\n"
+        )
+    return "".join(parts)

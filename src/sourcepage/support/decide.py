@@ -1,17 +1,35 @@
 """Answer / refuse / review: whether the retrieved pages support an answer.
 
-Until a method is calibrated on development questions (study §4.4, §5.7: thresholds
-are method-specific and never one global number), the decision is conservative:
-``refuse`` when nothing was retrieved or no retrieved passage shares a content word
-with the question, otherwise ``review``; and ``review`` whenever the top pages come
-from more than one jurisdiction (study §3.1), whatever a score says.
+With a calibrated policy (``sourcepage calibrate``; thresholds per text version and
+method pair, never one global number — study §4.4, §5.7) the classifier's probability
+decides: below ``t_refuse`` refuse, at or above ``t_answer`` answer, in between refer to
+a reviewer. Whatever the probability, cross-jurisdiction evidence (study §3.1) and a
+sparse/semantic conflict (each method's top page absent from the other's ranking) go to
+a reviewer rather than to an answer.
+
+Without a policy the decision is conservative: ``refuse`` when nothing was retrieved or
+no top passage shares a content word with the question, otherwise ``review``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sourcepage.records import Decision, Document
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibrated policy's verdict inputs for one question."""
+
+    probability: float
+    t_refuse: float
+    t_answer: float
+    target_recall: float
+    n_dev: int
+    pair: str  # e.g. "bm25 + dense on raw"
+    conflicting: bool = False
 
 
 def jurisdictions(docs: Sequence[Document]) -> list[str]:
@@ -28,41 +46,60 @@ def decide(
     method: str,
     top_docs: Sequence[Document],
     lexical_overlap: bool,
-    threshold: float | None = None,
-    top_score: float | None = None,
+    calibration: Calibration | None = None,
 ) -> Decision:
-    """Decide from the top pages' documents, whether any passage shares a query word,
-    and (when calibrated) the method's own threshold on its top score."""
+    """Decide from the top pages' documents, lexical overlap and (if any) a calibration."""
     if not top_docs:
         return Decision("refuse", ("No page was retrieved for this question.",))
-    if not lexical_overlap:
-        return Decision("refuse", ("No retrieved passage shares a content word with the question.",))
     juris = jurisdictions(top_docs)
-    if len(juris) > 1:
-        return Decision(
-            "review",
-            (
-                f"The top pages come from more than one jurisdiction "
-                f"({', '.join(juris)}); requirements may differ.",
-            ),
-        )
-    if threshold is None or top_score is None:
-        return Decision(
-            "review",
-            (
-                f"No calibrated answer threshold exists for {method} on this "
-                "store yet; a reviewer should confirm the evidence.",
-            ),
-        )
-    if top_score >= threshold:
-        return Decision(
-            "answer",
-            (f"Top {method} score {top_score:.4g} is at or above the calibrated threshold {threshold:.4g}.",),
-        )
-    return Decision(
-        "refuse",
+    cross = (
         (
-            f"Top {method} score {top_score:.4g} is below the calibrated threshold "
-            f"{threshold:.4g}: the documents probably do not answer this.",
-        ),
+            f"The top pages come from more than one jurisdiction ({', '.join(juris)}); "
+            "requirements may differ and must not be merged."
+        )
+        if len(juris) > 1
+        else None
+    )
+    if calibration is None:
+        if not lexical_overlap:
+            return Decision("refuse", ("No retrieved passage shares a content word with the question.",))
+        if cross:
+            return Decision("review", (cross,))
+        return Decision(
+            "review",
+            (
+                f"No calibrated answer policy exists for {method} on this store yet "
+                "(run `sourcepage calibrate`); a reviewer should confirm the evidence.",
+            ),
+        )
+    c = calibration
+    p = f"P(answerable) = {c.probability:.2f} from the {c.pair} classifier"
+    if c.probability < c.t_refuse:
+        return Decision(
+            "refuse",
+            (
+                f"{p} is below the refusal threshold {c.t_refuse:.2f} (calibrated to "
+                f"answer ≥ {c.target_recall:.0%} of {c.n_dev} development questions "
+                "that the documents do answer): the documents probably do not "
+                "support an answer.",
+            ),
+        )
+    reasons = []
+    if cross:
+        reasons.append(cross)
+    if c.conflicting:
+        reasons.append(
+            "Sparse and semantic retrieval disagree: neither method's top page appears in "
+            "the other's ranking."
+        )
+    if c.probability < c.t_answer:
+        reasons.append(
+            f"{p} is between the refusal threshold {c.t_refuse:.2f} and the answer threshold "
+            f"{c.t_answer:.2f}: low confidence."
+        )
+    if reasons:
+        return Decision("review", tuple(reasons))
+    return Decision(
+        "answer",
+        (f"{p} is at or above the answer threshold {c.t_answer:.2f}; the evidence pages are accepted.",),
     )

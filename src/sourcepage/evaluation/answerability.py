@@ -1,0 +1,190 @@
+"""Held-out evaluation of the support decision (study §4.4, §5.7), inside ``sourcepage eval``.
+
+For each text version on which the design ran BM25 and a semantic method (dense
+preferred, else LSA), the answerability features are computed from the very rankings
+the run produced, then stratified k-fold cross-validation fits the classifier and
+every threshold on the other folds and decides the held-out questions. Reported:
+AUROC per feature and of the combined classifier (broad / near-domain / out-of-domain,
+bootstrap CIs), the share of unsupported questions refused while the policy keeps
+answerable recall at the target, the answerable questions wrongly refused, the same
+for each single method's calibrated top-score threshold, and a risk–coverage curve.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sourcepage.evaluation import metrics as M
+from sourcepage.evaluation import stats as S
+from sourcepage.records import Hit, Question
+from sourcepage.retrieval.search import Searcher
+from sourcepage.support.calibrate import cross_validate, feature_row
+from sourcepage.support.features import FEATURES
+
+NEG = {
+    "broad": ("unsupported", "out_of_domain"),
+    "near_domain": ("unsupported",),
+    "out_of_domain": ("out_of_domain",),
+}
+
+
+def pick_pair(runs: Sequence[tuple[str, str]], version: str) -> tuple[str, str] | None:
+    """(sparse, semantic) methods run on ``version``: bm25 with dense (any model) or lsa."""
+    methods = [m for v, m in runs if v == version]
+    if "bm25" not in methods:
+        return None
+    dense = [m for m in methods if m == "dense" or m.startswith("dense:")]
+    semantic = dense[0] if dense else ("lsa" if "lsa" in methods else None)
+    return ("bm25", semantic) if semantic else None
+
+
+def _aurocs(
+    values: Sequence[float], qs: Sequence[Question], n_boot: int, seed: int
+) -> dict[str, list[float]]:
+    out = {}
+    for name, neg in NEG.items():
+        pos = [v for v, q in zip(values, qs, strict=True) if q.answerability == "answerable"]
+        ng = [v for v, q in zip(values, qs, strict=True) if q.answerability in neg]
+        out[name] = [round(x, 6) for x in S.auroc_bootstrap_ci(pos, ng, n_boot, seed)]
+    return out
+
+
+def _shares(answered: Sequence[bool] | Sequence[str], qs: Sequence[Question]) -> dict[str, Any]:
+    """How each class was decided: answered / review / refused shares."""
+    dec = [("answer" if a else "refuse") if isinstance(a, bool | np.bool_) else a for a in answered]
+    out: dict[str, Any] = {}
+    for cls in ("answerable", "unsupported", "out_of_domain"):
+        idx = [i for i, q in enumerate(qs) if q.answerability == cls]
+        n = len(idx)
+        out[cls] = {
+            d: (sum(dec[i] == d for i in idx) / n if n else math.nan) for d in ("answer", "review", "refuse")
+        }
+        out[cls]["n"] = n
+    out["answerable_refused"] = [
+        qs[i].id for i, d in enumerate(dec) if d == "refuse" and qs[i].answerability == "answerable"
+    ]
+    out["unsupported_answered"] = [
+        qs[i].id for i, d in enumerate(dec) if d == "answer" and qs[i].answerability != "answerable"
+    ]
+    return out
+
+
+def risk_coverage(prob: Sequence[float], y: Sequence[int]) -> list[tuple[float, float]]:
+    """(coverage, risk) when answering the questions with the highest probability first:
+    risk = share of answered questions the documents do not answer."""
+    order = np.argsort(-np.asarray(prob), kind="stable")
+    yy = np.asarray(y)[order]
+    return [((i + 1) / len(yy), float(1 - yy[: i + 1].mean())) for i in range(len(yy))]
+
+
+def evaluate_support(
+    rows: Sequence[Mapping[str, Any]],
+    qs: Sequence[Question],
+    runs: Sequence[tuple[str, str]],
+    searchers: Mapping[str, Searcher],
+    *,
+    seed: int = 42,
+    n_boot: int = 20000,
+    target_recall: float = 0.95,
+    folds: int = 5,
+) -> dict[str, Any]:
+    """answerability.json's content: one entry per text version with a method pair."""
+    hits: dict[tuple[str, str, str], list[Hit]] = {}
+    for r in rows:
+        hits.setdefault((r["text_version"], r["method"], r["question_id"]), []).append(
+            Hit(r["rank"], r["page"], float(r["score"]), r["chunk_id"])
+        )
+    out: dict[str, Any] = {
+        "schema": 1,
+        "target_recall": target_recall,
+        "folds": folds,
+        "seed": seed,
+        "versions": {},
+    }
+    for version in dict.fromkeys(v for v, _ in runs):
+        pair = pick_pair(runs, version)
+        if pair is None or version not in searchers:
+            continue
+        sparse, semantic = pair
+        feats = [
+            feature_row(
+                searchers[version],
+                q.question,
+                hits.get((version, sparse, q.id), []),
+                hits.get((version, semantic, q.id), []),
+            )
+            for q in qs
+        ]
+        single = {
+            m: [(hits.get((version, m, q.id)) or [Hit(0, "", -math.inf, "")])[0].score for q in qs]
+            for v, m in runs
+            if v == version
+        }
+        cv = cross_validate(feats, qs, single, target_recall=target_recall, folds=folds, seed=seed)
+        prob = cv["probability"]
+        entry: dict[str, Any] = {
+            "sparse": sparse,
+            "semantic": semantic,
+            "folds": cv["folds"],
+            "feature_auroc": {f: _aurocs([r[f] for r in feats], qs, n_boot, seed) for f in FEATURES},
+            "classifier_auroc": _aurocs(prob, qs, n_boot, seed),
+            "classifier_decisions": _shares(cv["decision"], qs),
+            "single_method": {
+                m: {
+                    "auroc": {
+                        k: round(
+                            M.auroc(
+                                [s for s, q in zip(sc, qs, strict=True) if q.answerability == "answerable"],
+                                [s for s, q in zip(sc, qs, strict=True) if q.answerability in neg],
+                            ),
+                            6,
+                        )
+                        for k, neg in NEG.items()
+                    },
+                    **_shares(cv["single_answered"][m], qs),
+                }
+                for m, sc in single.items()
+            },
+            "risk_coverage": [[round(c, 4), round(r, 4)] for c, r in risk_coverage(prob, cv["labels"])],
+            "per_question": [
+                {
+                    "question_id": q.id,
+                    "answerability": q.answerability,
+                    "probability": round(p, 6),
+                    "decision": d,
+                    **{k: round(v, 6) for k, v in f.items()},
+                }
+                for q, p, d, f in zip(qs, prob, cv["decision"], feats, strict=True)
+            ],
+        }
+        out["versions"][version] = entry
+    return out
+
+
+def figure(out: Path, result: Mapping[str, Any]) -> str | None:
+    """Risk–coverage curves of the held-out classifier, one line per text version."""
+    if not result["versions"]:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.6), dpi=120)
+    for version, e in result["versions"].items():
+        rc = np.array(e["risk_coverage"])
+        ax.plot(rc[:, 0], rc[:, 1], label=f"{version}: {e['sparse']}+{e['semantic']}")
+    ax.set_xlabel("coverage (share of questions answered)")
+    ax.set_ylabel("risk (answered but unsupported)")
+    ax.set_title("Risk–coverage, held-out folds")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    name = "risk_coverage.png"
+    fig.savefig(out / name, metadata={"Software": None})
+    plt.close(fig)
+    return name
