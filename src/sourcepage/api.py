@@ -13,8 +13,10 @@ from sourcepage.retrieval.filters import Filters
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
 from sourcepage.store.db import Store
-from sourcepage.support.calibrate import Policy, load_policy, question_features
+from sourcepage.support.answer import extract_answer, log_answer
+from sourcepage.support.calibrate import Policy, index_df, load_policy, question_features
 from sourcepage.support.decide import Calibration, decide
+from sourcepage.support.features import term_weights
 
 #: how many top pages the decision and the jurisdiction notice look at
 DECISION_DEPTH = 5
@@ -61,7 +63,7 @@ def calibration_for(
         pol.t_refuse,
         pol.t_answer,
         pol.target_recall,
-        sum(pol.n_questions.values()),
+        pol.n_questions["answerable"],
         f"{pol.sparse} + {pol.semantic} on {version}",
         conflicting=feats["rr_a_in_b"] == 0 and feats["rr_b_in_a"] == 0,
     )
@@ -89,8 +91,11 @@ def search(
     k: int = 10,
     version: str = "raw",
     filters: Filters | None = None,
+    answer: bool = True,
 ) -> dict[str, Any]:
-    """Ranked source pages with provenance and a support decision (spec §5)."""
+    """Ranked source pages with provenance, a support decision (spec §5) and, unless
+    the decision is refuse, quoted supporting sentences with citations (logged to
+    ``<store>/answers.jsonl``, apart from retrieval)."""
     if not question.strip():
         raise ValueError("the question is empty")
     s = searcher(store, version)
@@ -126,8 +131,21 @@ def search(
         )
     top = results[:DECISION_DEPTH]
     overlap = any(r["highlights"] for r in top)
-    decision = decide(ranking.method, [s.documents[r["doc_id"]] for r in top], overlap)
-    return {
+    cal = calibration_for(store, version, question, filters) if results else None
+    decision = decide(
+        ranking.method, [s.documents[r["doc_id"]] for r in top], overlap, cal[0] if cal else None
+    )
+    support = None
+    if cal:
+        c, feats = cal
+        support = {
+            "probability": round(c.probability, 6),
+            "t_refuse": c.t_refuse,
+            "t_answer": None if c.t_answer == float("inf") else c.t_answer,
+            "policy": c.pair,
+            "features": feats,
+        }
+    out: dict[str, Any] = {
         "question": question,
         "method": ranking.method,
         "text_version": version,
@@ -135,10 +153,17 @@ def search(
         "filters": dict(filters or {}),
         "decision": decision.decision,
         "reasons": list(decision.reasons),
+        "support": support,
         "jurisdictions": sorted({r["jurisdiction"] for r in top}),
         "query_ms": round(ms, 3),
         "results": results,
     }
+    if answer:
+        df, n = index_df(s)
+        ans = extract_answer(question, results, decision.decision, term_weights(sorted(terms), df, n))
+        log_answer(s.store.path, question, ranking.method, decision.decision, ans)
+        out["answer"] = ans
+    return out
 
 
 def documents(store: str | Path) -> list[dict[str, Any]]:

@@ -292,6 +292,11 @@ def search(
             "as interchangeable.",
             highlight=False,
         )
+    ans = res.get("answer") or {}
+    if ans.get("quotes"):
+        out.print(Text(f"\nsupporting sentences ({ans['status']}):", style="bold"))
+        for q in ans["quotes"]:
+            out.print(f"  \u201c{q['text']}\u201d {q['citation']}", highlight=False)
     for r in res["results"][:3]:
         out.print(Text(f"\n[{r['rank']}] {r['page']} ({r['chunk_id']})", style="bold"))
         out.print(_highlight(r["passage"], [tuple(s) for s in r["highlights"]]))
@@ -467,6 +472,93 @@ def judge(
         done += 1
     left = len(J.pending(conn, pooled, reviewer))
     out.print(f"recorded {done} judgments; {left} pending (run again to resume)")
+
+
+@app.command()
+def calibrate(
+    questions: Annotated[Path, typer.Option("--questions", help="Development questions (spec §3).")],
+    store: StoreOpt = Path(".store"),
+    version: Annotated[str, typer.Option(help="Text version.")] = "raw",
+    sparse: Annotated[str, typer.Option(help="Sparse method.")] = "bm25",
+    semantic: Annotated[str, typer.Option(help="Semantic method (dense[:model] or lsa).")] = "dense",
+    target_recall: Annotated[float, typer.Option(help="Answerable recall to keep.")] = 0.95,
+    target_precision: Annotated[float, typer.Option(help="Precision needed to answer.")] = 0.95,
+    seed: int = 42,
+) -> None:
+    """Fit the answer / review / refuse policy on development questions; store it with the index."""
+    from sourcepage.evaluation.answerability import _shares
+    from sourcepage.evaluation.metrics import auroc
+    from sourcepage.evaluation.questions import QuestionError, read_questions
+    from sourcepage.retrieval.search import Searcher
+    from sourcepage.store.db import Store, StoreError
+    from sourcepage.support.calibrate import cross_validate, fit_policy, question_features, save_policy
+
+    try:
+        st = Store(store)
+        known = {f"{d.doc_id}#p{i}" for d in st.documents() for i in range(1, len(st.page_texts(d.doc_id)) + 1)}
+        qs = read_questions(questions, known_pages=known)
+        s = Searcher(st, version)
+        feats, single_a, single_b = [], [], []
+        with _progress() as prog:
+            task = prog.add_task("features", total=len(qs))
+            for q in qs:
+                f, a, b = question_features(s, q.question, sparse, semantic)
+                feats.append(f)
+                single_a.append(a[0].score if a else float("-inf"))
+                single_b.append(b[0].score if b else float("-inf"))
+                prog.advance(task)
+    except (StoreError, QuestionError, ValueError, RuntimeError) as e:
+        _fail(str(e))
+    single = {sparse: single_a, semantic: single_b}
+    cv = cross_validate(feats, qs, single, target_recall, target_precision, seed=seed)
+    pol = fit_policy(feats, qs, single, text_version=version, sparse=sparse, semantic=semantic,
+                     target_recall=target_recall, target_precision=target_precision, seed=seed,
+                     chunk_fingerprint=st.chunk_fingerprint(version))
+    path = save_policy(st.path, pol)
+    y = cv["labels"]
+    t = Table(title=f"Held-out ({cv['folds']}-fold) answerability, {sparse} + {semantic} on {version}")
+    for col in ("policy", "AUROC near", "answerable refused", "unsupported refused", "out-of-domain refused"):
+        t.add_column(col, justify="left" if col == "policy" else "right")
+    near = [i for i, q in enumerate(qs) if q.answerability != "out_of_domain"]
+
+    def row(name: str, scores: list[float], decided: list) -> None:
+        sh = _shares(decided, qs)
+        a = auroc([scores[i] for i in near if y[i] == 1], [scores[i] for i in near if y[i] == 0])
+        t.add_row(name, f"{a:.3f}", *(f"{sh[c]['refuse']:.0%}" for c in ("answerable", "unsupported",
+                                                                        "out_of_domain")))
+
+    row("classifier", cv["probability"], cv["decision"])
+    for m, sc in single.items():
+        row(f"{m} top score", sc, cv["single_answered"][m])
+    out.print(t)
+    out.print(f"policy fitted on {len(qs)} questions: refuse below P={pol.t_refuse:.3f}, answer at or above "
+              f"P={pol.t_answer:.3f}; stored in {path}")
+
+
+@app.command()
+def serve(
+    store: StoreOpt = Path(".store"),
+    host: Annotated[str, typer.Option(help="Address to bind (127.0.0.1: this machine only).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8000,
+    corpus: Annotated[
+        Path | None,
+        typer.Option("--corpus", help="Corpus folder for page images (default: the store's last ingest)."),
+    ] = None,
+) -> None:
+    """Serve the JSON API and the reviewer web page (http://HOST:PORT/, API docs at /docs)."""
+    import uvicorn
+
+    from sourcepage.service.app import create_app
+    from sourcepage.store.db import StoreError
+
+    try:
+        web = create_app(store, corpus=corpus)
+    except StoreError as e:
+        _fail(str(e))
+    if web.state.corpus is None:
+        err.print("[yellow]warning:[/] no corpus folder known: page images are off (pass --corpus DIR)")
+    out.print(f"serving {store} on http://{host}:{port}/  (API docs: http://{host}:{port}/docs)")
+    uvicorn.run(web, host=host, port=port, log_level="info")
 
 
 def default_corpus() -> Path | None:

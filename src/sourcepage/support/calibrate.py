@@ -125,15 +125,24 @@ def question_features(
     return feature_row(searcher, question, a, b), a, b
 
 
+def index_df(searcher: Searcher) -> tuple[dict[str, int], int]:
+    """Chunk frequency of every BM25 term of the searcher's version, and the chunk count
+    (read from the bm25s index's postings, cached on the searcher)."""
+    cached = getattr(searcher, "_df_cache", None)
+    if cached is None:
+        bm = searcher.index(parse_method("bm25"))
+        dfs = np.diff(np.asarray(bm.model.scores["indptr"]))
+        cached = ({t: int(dfs[i]) for t, i in bm.model.vocab_dict.items() if i < dfs.size}, len(bm.chunk_ids))
+        searcher._df_cache = cached  # type: ignore[attr-defined]
+    return cached
+
+
 def feature_row(searcher: Searcher, question: str, a: Sequence[Hit], b: Sequence[Hit]) -> dict[str, float]:
     """Features from two given rankings (the chunk texts and term statistics come from
     the searcher's store and its BM25 index)."""
-    bm = searcher.index(parse_method("bm25"))
-    vocab = bm.model.vocab_dict
-    dfs = np.diff(np.asarray(bm.model.scores["indptr"]))
-    df = {t: int(dfs[i]) for t, i in vocab.items() if i < dfs.size}
+    df, n = index_df(searcher)
     passages = {h.chunk_id: searcher.passage(h.chunk_id) for h in list(a[:3]) + list(b[:3])}
-    return features(question, a, b, passages, df, len(bm.chunk_ids))
+    return features(question, a, b, passages, df, n)
 
 
 def labels(qs: Sequence[Question]) -> np.ndarray:

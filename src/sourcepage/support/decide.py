@@ -27,7 +27,7 @@ class Calibration:
     t_refuse: float
     t_answer: float
     target_recall: float
-    n_dev: int
+    n_dev: int  # answerable development questions the recall target was set on
     pair: str  # e.g. "bm25 + dense on raw"
     conflicting: bool = False
 
@@ -79,8 +79,8 @@ def decide(
             "refuse",
             (
                 f"{p} is below the refusal threshold {c.t_refuse:.2f} (calibrated to "
-                f"answer ≥ {c.target_recall:.0%} of {c.n_dev} development questions "
-                "that the documents do answer): the documents probably do not "
+                f"answer ≥ {c.target_recall:.0%} of the {c.n_dev} answerable development "
+                "questions): the documents probably do not "
                 "support an answer.",
             ),
         )
