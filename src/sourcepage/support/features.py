@@ -29,6 +29,8 @@ FEATURES: tuple[str, ...] = (
     "docs_top5",  # distinct documents among the first 5 pages of a and b together
     "coverage",  # idf-weighted share of the question's terms found in the top-3 passages
     "missing_idf",  # largest idf of a question term absent from the top-3 passages
+    "sent_max",  # best cosine between the question and one sentence of the top-3 passages
+    "sent_top3",  # mean of the three best sentence cosines
 )
 
 _CONTENT = TokenizerConfig(stopwords=True)
@@ -62,12 +64,17 @@ def features(
     passages: Mapping[str, str],
     df: Mapping[str, int],
     n_docs: int,
+    sentence_sims: Sequence[float] = (),
 ) -> dict[str, float]:
     """The feature vector (as a dict in ``FEATURES`` order) of one question.
 
     ``passages`` maps chunk id → text for (at least) the top-3 hits of ``a`` and ``b``;
-    ``df`` gives each term's document (chunk) frequency in the index, ``n_docs`` its size.
+    ``df`` gives each term's document (chunk) frequency in the index, ``n_docs`` its size;
+    ``sentence_sims`` are the cosines between the question and each sentence of those
+    passages (a supported question tends to have one sentence that says the answer; a
+    near-domain unsupported one only topical sentences).
     """
+    sims = sorted(sentence_sims, reverse=True)
     terms = sorted(set(tokenize(question, _CONTENT)) - {"a", "i"})
     weights = term_weights(terms, df, n_docs)
     seen: set[str] = set()
@@ -90,6 +97,8 @@ def features(
         "docs_top5": float(len({doc_of(p) for p in top5})),
         "coverage": covered / total if total else 0.0,
         "missing_idf": max(missing) if missing else 0.0,
+        "sent_max": sims[0] if sims else 0.0,
+        "sent_top3": float(np.mean(sims[:3])) if sims else 0.0,
     }
 
 
