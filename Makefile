@@ -17,6 +17,9 @@ $(STAMP): pyproject.toml
 	# the CPU build of torch first (a local wheel here); otherwise pip pulls a multi-GB CUDA build
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dense,dev]'
+	# Debian's Chromium for the browser tests (Playwright drives it; no browser download)
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium) \
+		|| echo "chromium could not be installed: the browser test will be skipped"
 	touch $(STAMP)
 
 install: $(STAMP)

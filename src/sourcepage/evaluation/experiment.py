@@ -9,7 +9,6 @@ of ranked.jsonl and the question set; a test checks that this is so.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata as md
 import math
 import platform
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from sourcepage.corpus.manifest import sha256_file
 from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
 from sourcepage.evaluation.answerability import evaluate_support
@@ -139,15 +139,7 @@ def _list(v: str | Sequence[str]) -> list[str]:
     return [s.strip() for s in v.split(",")] if isinstance(v, str) else list(v)
 
 
-def sha256_path(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _versions() -> dict[str, str]:
+def package_versions() -> dict[str, str]:
     out = {"python": sys.version.split()[0], "platform": platform.platform()}
     for pkg in (
         "sourcepage",
@@ -329,15 +321,15 @@ def run_experiment(
         },
         "engine": design.engine,
         "store": str(store),
-        "packages": _versions(),
+        "packages": package_versions(),
         "inputs": {
-            "questions": {"path": str(questions), "sha256": sha256_path(questions)},
+            "questions": {"path": str(questions), "sha256": sha256_file(questions)},
             "manifest": {
                 "path": str(corpus / "manifest.csv"),
-                "sha256": sha256_path(corpus / "manifest.csv"),
+                "sha256": sha256_file(corpus / "manifest.csv"),
             },
             "corpus_files": {
-                p.name: sha256_path(p) for p in sorted((corpus / "pdf").glob("*")) if p.is_file()
+                p.name: sha256_file(p) for p in sorted((corpus / "pdf").glob("*")) if p.is_file()
             },
         },
         "timings": timings,
@@ -354,7 +346,7 @@ def run_experiment(
     }
     write_report(out, metrics, stats, per_q, qs, runs, figs, run_info, support)
     run_info["outputs"] = {
-        p.name: sha256_path(p) for p in sorted(out.iterdir()) if p.is_file() and p.name != "run.json"
+        p.name: sha256_file(p) for p in sorted(out.iterdir()) if p.is_file() and p.name != "run.json"
     }
     write_json(out / "run.json", run_info)
     return metrics

@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 from scipy.stats import rankdata
 
+from sourcepage.records import doc_of
+
 Ranked = Sequence[str]
 Judged = Mapping[str, int]
 MetricFn = Callable[[Ranked, Judged, int, int], float]
@@ -59,17 +61,6 @@ def _cut(ranked: Ranked, k: int, depth: int) -> Ranked:
     if k < 1:
         raise ValueError(f"cutoff k must be >= 1, got {k}")
     return ranked[: min(k, depth)]
-
-
-_PAGE_SUFFIX = re.compile(r"#p\d+$")
-
-
-def doc_of(page: str) -> str:
-    """Document id of a page id: the part before the trailing ``#p<number>``.
-
-    ``"osha3120#p12" -> "osha3120"``; an id without a page suffix is its own doc.
-    """
-    return _PAGE_SUFFIX.sub("", page)
 
 
 # --------------------------------------------------------------------------- per question
