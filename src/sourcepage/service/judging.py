@@ -1,0 +1,292 @@
+"""Relevance judging over HTTP and on the web page (:mod:`sourcepage.judge.judgments`).
+
+Judgments are kept in ``<store>/judgments.sqlite`` (append-only). Pooling and export
+need a question set (``create_app(..., questions=FILE)`` / ``serve --questions``);
+recording, agreement and adjudication work on any question ids the set holds.
+
+JSON: ``GET /judgments/pool``, ``POST /judgments``, ``GET /judgments``,
+``GET /judgments/agreement``, ``POST /judgments/adjudicate``, ``GET /judgments/export``.
+HTML: ``/judge`` (the next pending page of a reviewer, graded 0/1/2 with one click)
+and ``/judge/agreement`` (Cohen's kappa, disagreements, adjudication).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from pydantic import BaseModel, Field
+
+from sourcepage import api
+from sourcepage.judge import judgments as jm
+from sourcepage.records import Question
+from sourcepage.retrieval.methods import parse_method
+
+Methods = Annotated[str, Query(max_length=200, description="Comma-separated methods to pool.")]
+Depth = Annotated[int, Query(ge=1, le=50, description="Pages per method and question.")]
+GRADE_WORDS = {0: "not relevant", 1: "supports part", 2: "sufficient alone"}
+
+
+def _readable(e: ValueError) -> str:
+    errors = e.errors() if hasattr(e, "errors") else [{"msg": str(e)}]
+    return "; ".join(
+        f"{'.'.join(str(x) for x in err.get('loc', ()))}: {err.get('msg')}".lstrip(": ") for err in errors
+    )
+
+
+class JudgmentBody(BaseModel):
+    question_id: str = Field(min_length=1, max_length=200)
+    page: str = Field(min_length=1, max_length=300)
+    grade: int = Field(ge=0, le=2, description="0 not relevant, 1 supports part, 2 sufficient alone.")
+    reviewer: str = Field(min_length=1, max_length=100)
+    note: str = Field("", max_length=5000)
+
+
+class AdjudicationBody(BaseModel):
+    question_id: str = Field(min_length=1, max_length=200)
+    page: str = Field(min_length=1, max_length=300)
+    grade: int = Field(ge=0, le=2)
+    adjudicator: str = Field(min_length=1, max_length=100)
+    note: str = Field("", max_length=5000)
+
+
+def router(
+    store: Path,
+    questions: list[Question] | None,
+    templates: Jinja2Templates,
+    search_lock: threading.Lock,
+    resolve_page: Callable[[str], Any],
+) -> APIRouter:
+    r = APIRouter()
+    by_id = {q.id: q for q in questions or []}
+    pools: dict[tuple[tuple[str, ...], int], dict[str, list[str]]] = {}
+    pool_lock = threading.Lock()
+
+    @contextmanager
+    def db() -> Iterator[sqlite3.Connection]:
+        conn = jm.connect(jm.default_path(store))
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def need_questions() -> list[Question]:
+        if questions is None:
+            raise HTTPException(
+                404, "no question set is loaded: start `sourcepage serve` with --questions FILE"
+            )
+        return questions
+
+    def check_pair(qid: str, page: str) -> None:
+        if questions is not None and qid not in by_id:
+            raise HTTPException(422, f"no question {qid!r} in the loaded question set")
+        resolve_page(page)  # 422 malformed, 404 not in the store
+
+    def get_pool(methods: str, depth: int) -> dict[str, list[str]]:
+        qs = need_questions()
+        names = tuple(m.strip() for m in methods.split(",") if m.strip())
+        if not names:
+            raise HTTPException(422, "no methods to pool")
+        try:
+            for m in names:
+                parse_method(m)
+        except ValueError as e:
+            raise HTTPException(422, str(e)) from None
+        key = (names, depth)
+        with pool_lock:
+            if key not in pools:
+                with search_lock:
+                    pools[key] = jm.pool(api.searcher(store, "raw"), qs, list(names), depth)
+            return pools[key]
+
+    # ---- JSON ---------------------------------------------------------------------
+
+    @r.get(
+        "/judgments/pool",
+        tags=["judging"],
+        summary="Pooled pages per question, and a reviewer's pending pairs",
+    )
+    def pool(methods: Methods = "bm25,lsa", depth: Depth = 10, reviewer: str | None = None) -> dict[str, Any]:
+        p = get_pool(methods, depth)
+        out: dict[str, Any] = {"methods": methods, "depth": depth, "pool": p}
+        if reviewer:
+            with db() as conn:
+                out["pending"] = [list(x) for x in jm.pending(conn, p, reviewer)]
+        return out
+
+    @r.post("/judgments", tags=["judging"], status_code=201, summary="Record a relevance judgment")
+    def post_judgment(body: JudgmentBody) -> dict[str, Any]:
+        check_pair(body.question_id, body.page)
+        try:
+            with db() as conn:
+                rid = jm.record(conn, body.question_id, body.page, body.grade, body.reviewer, body.note)
+        except ValueError as e:
+            raise HTTPException(422, str(e)) from None
+        return {"id": rid, **body.model_dump()}
+
+    @r.get("/judgments", tags=["judging"], summary="Judgment history (oldest first)")
+    def get_judgments(
+        question_id: str | None = None, page: str | None = None, reviewer: str | None = None
+    ) -> dict[str, Any]:
+        with db() as conn:
+            return {"judgments": jm.history(conn, question_id, page, reviewer)}
+
+    @r.get(
+        "/judgments/agreement", tags=["judging"], summary="Cohen's kappa and disagreements of two reviewers"
+    )
+    def agreement(a: str, b: str) -> dict[str, Any]:
+        with db() as conn:
+            k = jm.cohens_kappa(conn, a, b)
+            dis = jm.disagreements(conn, a, b)
+        return {
+            **k,
+            "reviewers": [a, b],
+            "disagreements": [
+                {"question_id": d["question_id"], "page": d["page"], "grades": list(d["grades"])} for d in dis
+            ],
+        }
+
+    @r.post("/judgments/adjudicate", tags=["judging"], status_code=201, summary="Record a final grade")
+    def post_adjudication(body: AdjudicationBody) -> dict[str, Any]:
+        check_pair(body.question_id, body.page)
+        try:
+            with db() as conn:
+                rid = jm.adjudicate(
+                    conn, body.question_id, body.page, body.grade, body.adjudicator, body.note
+                )
+        except ValueError as e:
+            raise HTTPException(422, str(e)) from None
+        return {"id": rid, **body.model_dump()}
+
+    @r.get(
+        "/judgments/export",
+        tags=["judging"],
+        summary="The question set with evidence from the judgments (questions.jsonl)",
+        response_class=PlainTextResponse,
+    )
+    def export(reviewer: str | None = None) -> Response:
+        qs = need_questions()
+        with tempfile.TemporaryDirectory() as tmp, db() as conn:
+            out = Path(tmp) / "questions.jsonl"
+            rep = jm.export(conn, qs, out, reviewer)
+            text = out.read_text(encoding="utf-8")
+        headers = {
+            "Content-Disposition": 'attachment; filename="judged-questions.jsonl"',
+            "X-Export-Changed": str(len(rep.changed)),
+            "X-Export-Warnings": str(len(rep.warnings)),
+        }
+        return PlainTextResponse(text, media_type="application/x-ndjson", headers=headers)
+
+    # ---- HTML ---------------------------------------------------------------------
+
+    @r.get("/judge", response_class=HTMLResponse, include_in_schema=False)
+    def judge_page(request: Request) -> HTMLResponse:
+        qp = request.query_params
+        reviewer = qp.get("reviewer", "").strip()[:100]
+        methods = qp.get("methods", "bm25,lsa")[:200]
+        depth = int(qp["depth"]) if qp.get("depth", "").isdigit() and 1 <= int(qp["depth"]) <= 50 else 10
+        ctx: dict[str, Any] = {
+            "reviewer": reviewer,
+            "methods": methods,
+            "depth": depth,
+            "has_questions": questions is not None,
+            "grade_words": GRADE_WORDS,
+            "item": None,
+            "total": 0,
+            "left": 0,
+            "error": "",
+            "judged": qp.get("judged", ""),
+        }
+        if questions is not None and reviewer:
+            try:
+                p = get_pool(methods, depth)
+            except HTTPException as e:
+                ctx["error"] = str(e.detail)
+                p = {}
+            with db() as conn:
+                todo = jm.pending(conn, p, reviewer)
+            ctx["total"] = sum(len(v) for v in p.values())
+            ctx["left"] = len(todo)
+            if todo:
+                qid, page = todo[0]
+                q = by_id[qid]
+                d, n, row = resolve_page(page)
+                terms = api.query_terms(q.question)
+                ctx["item"] = {
+                    "q": q,
+                    "page": page,
+                    "doc": d,
+                    "n": n,
+                    "image": f"/pages/{page.replace('#', '%23')}/image?{urlencode({'q': q.question})}",
+                    "text": row["raw"],
+                    "hits": api.highlight_spans(row["raw"], terms),
+                }
+        return templates.TemplateResponse(request, "judge.html", ctx)
+
+    @r.post("/judge", include_in_schema=False)
+    async def judge_post(request: Request) -> Response:
+        from starlette.concurrency import run_in_threadpool
+
+        form = await request.form()
+        data = {k: str(form.get(k, "")) for k in ("question_id", "page", "reviewer", "note")}
+        grade = str(form.get("grade", ""))
+        if grade not in ("0", "1", "2"):
+            raise HTTPException(422, "choose a grade: 0, 1 or 2")
+        try:
+            body = JudgmentBody(**data, grade=int(grade))
+        except ValueError as e:
+            raise HTTPException(422, _readable(e)) from None
+        res = await run_in_threadpool(post_judgment, body)
+        back = {
+            "reviewer": body.reviewer,
+            "methods": str(form.get("methods", "bm25,lsa")),
+            "depth": str(form.get("depth", "10")),
+            "judged": str(res["id"]),
+        }
+        return RedirectResponse(f"/judge?{urlencode(back)}", status_code=303)
+
+    @r.get("/judge/agreement", response_class=HTMLResponse, include_in_schema=False)
+    def agreement_page(request: Request) -> HTMLResponse:
+        qp = request.query_params
+        a, b = qp.get("a", "")[:100], qp.get("b", "")[:100]
+        with db() as conn:
+            reviewers = sorted({k[2] for k in jm.current(conn) if not k[2].startswith(jm.ADJUDICATOR)})
+        res = agreement(a, b) if a and b else None
+        return templates.TemplateResponse(
+            request,
+            "agreement.html",
+            {"a": a, "b": b, "reviewers": reviewers, "res": res, "by_id": by_id, "grade_words": GRADE_WORDS},
+        )
+
+    @r.post("/judge/adjudicate", include_in_schema=False)
+    async def adjudicate_post(request: Request) -> Response:
+        from starlette.concurrency import run_in_threadpool
+
+        form = await request.form()
+        grade = str(form.get("grade", ""))
+        if grade not in ("0", "1", "2"):
+            raise HTTPException(422, "choose a grade: 0, 1 or 2")
+        try:
+            body = AdjudicationBody(
+                question_id=str(form.get("question_id", "")),
+                page=str(form.get("page", "")),
+                grade=int(grade),
+                adjudicator=str(form.get("adjudicator", "")),
+                note=str(form.get("note", "")),
+            )
+        except ValueError as e:
+            raise HTTPException(422, _readable(e)) from None
+        await run_in_threadpool(post_adjudication, body)
+        back = {"a": str(form.get("a", "")), "b": str(form.get("b", ""))}
+        return RedirectResponse(f"/judge/agreement?{urlencode(back)}", status_code=303)
+
+    return r

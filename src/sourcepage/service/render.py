@@ -1,0 +1,142 @@
+"""Render one PDF page to PNG with the evidence passage and query words highlighted.
+
+The passage is located on the page through PDFium's own text page: page characters
+and passage are both reduced to their lower-case letters and digits (so line breaks,
+hyphenation repaired by cleaning and the U+FFFE marker do not matter), the passage
+is searched in the page, and the matching character range becomes PDFium's merged
+text rectangles. A passage that is not found whole (a cleaned version without its
+running header, an enriched chunk with its metadata header) is matched line by line.
+Query words are found with ``textpage.search`` (whole words) inside the passage, or
+anywhere on the page when no passage is given.
+
+PDFium is not thread-safe: every call goes through one lock.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+from PIL import Image, ImageDraw
+
+_pdfium_lock = threading.Lock()
+
+PASSAGE_FILL = (255, 214, 10, 80)  # translucent yellow
+TERM_FILL = (255, 140, 0, 110)  # translucent orange
+TERM_LINE = (214, 96, 0, 255)
+MIN_LINE = 12  # alphanumeric characters a passage line needs to be matched on its own
+
+
+def _alnum_index(chars: Iterable[str]) -> tuple[str, list[int]]:
+    """Lower-case letters and digits of ``chars`` and the index each came from."""
+    text: list[str] = []
+    where: list[int] = []
+    for i, c in enumerate(chars):
+        if c.isalnum():
+            text.append(c.lower())
+            where.append(i)
+    return "".join(text), where
+
+
+def _page_chars(tp: pdfium.PdfTextPage) -> list[str]:
+    out = []
+    for i in range(tp.count_chars()):
+        u = pdfium_c.FPDFText_GetUnicode(tp, i)
+        out.append(chr(u) if 0 < u < 0x110000 else " ")
+    return out
+
+
+def passage_ranges(page_chars: list[str], passage: str) -> list[tuple[int, int]]:
+    """Character ranges (first, last inclusive) of the page that hold ``passage``."""
+    hay, where = _alnum_index(page_chars)
+    if not hay:
+        return []
+    needle, _ = _alnum_index(passage)
+    if needle:
+        at = hay.find(needle)
+        if at >= 0:
+            return [(where[at], where[at + len(needle) - 1])]
+    ranges: list[tuple[int, int]] = []
+    start = 0
+    for line in passage.splitlines():
+        n, _ = _alnum_index(line)
+        if len(n) < MIN_LINE:
+            continue
+        at = hay.find(n, start)
+        if at < 0:
+            at = hay.find(n)
+        if at >= 0:
+            ranges.append((where[at], where[at + len(n) - 1]))
+            start = at + len(n)
+    return ranges
+
+
+def _rects(tp: pdfium.PdfTextPage, first: int, last: int) -> list[tuple[float, float, float, float]]:
+    n = tp.count_rects(first, last - first + 1)
+    return [tp.get_rect(i) for i in range(n)]
+
+
+def render_page(
+    pdf_path: Path,
+    page_number: int,
+    *,
+    scale: float = 1.5,
+    passage: str = "",
+    terms: Iterable[str] = (),
+) -> tuple[bytes, dict[str, int]]:
+    """PNG bytes of page ``page_number`` (1-based) and counts of what was highlighted.
+
+    IndexError when the PDF has no such page.
+    """
+    with _pdfium_lock:
+        pdf = pdfium.PdfDocument(str(pdf_path))
+        try:
+            if not 1 <= page_number <= len(pdf):
+                raise IndexError(f"the PDF has {len(pdf)} pages, not {page_number}")
+            page = pdf[page_number - 1]
+            left, bottom, right, top = page.get_cropbox()
+            image = page.render(scale=scale, rotation=0).to_pil().convert("RGBA")
+            tp = page.get_textpage()
+            chars = _page_chars(tp)
+            passage_boxes: list[tuple[float, float, float, float]] = []
+            ranges = passage_ranges(chars, passage) if passage.strip() else []
+            for a, b in ranges:
+                passage_boxes += _rects(tp, a, b)
+            term_boxes: list[tuple[float, float, float, float]] = []
+            for term in sorted(set(terms)):
+                if len(term) < 2:
+                    continue
+                searcher = tp.search(term, match_case=False, match_whole_word=True)
+                while (hit := searcher.get_next()) is not None:
+                    at, count = hit
+                    if ranges and not any(a <= at <= b for a, b in ranges):
+                        continue
+                    term_boxes += _rects(tp, at, at + count - 1)
+            tp.close()
+            page.close()
+        finally:
+            pdf.close()
+
+    def px(box: tuple[float, float, float, float], pad: float) -> tuple[float, float, float, float]:
+        x0, y0, x1, y1 = box  # PDF points, origin bottom-left
+        return (
+            (x0 - left) * scale - pad,
+            (top - y1) * scale - pad,
+            (x1 - left) * scale + pad,
+            (top - y0) * scale + pad,
+        )
+
+    overlay = Image.new("RGBA", image.size, (0, 0, 0, 0))
+    draw = ImageDraw.Draw(overlay)
+    for box in passage_boxes:
+        draw.rectangle(px(box, 2 * scale / 1.5), fill=PASSAGE_FILL)
+    for box in term_boxes:
+        draw.rectangle(px(box, 1), fill=TERM_FILL, outline=TERM_LINE)
+    out = Image.alpha_composite(image, overlay).convert("RGB")
+    buf = io.BytesIO()
+    out.save(buf, format="PNG", optimize=False)
+    return buf.getvalue(), {"passage_boxes": len(passage_boxes), "term_boxes": len(term_boxes)}

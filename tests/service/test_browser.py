@@ -1,0 +1,116 @@
+"""End to end in Debian's Chromium, driven by Playwright (no browser download).
+
+Skipped when /usr/bin/chromium or the playwright package is absent. Screenshots go to
+``test-artifacts/``; with SOURCEPAGE_SCREENSHOT=docs/screenshot.png the results page
+is also saved there for the README.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install chromium)"
+)
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def server(fresh_store: Path):
+    import uvicorn
+
+    from sourcepage.service.app import create_app
+
+    port = _free_port()
+    srv = uvicorn.Server(
+        uvicorn.Config(create_app(fresh_store), host="127.0.0.1", port=port, log_level="warning")
+    )
+    t = threading.Thread(target=srv.run, daemon=True)
+    t.start()
+    deadline = time.time() + 20
+    while not srv.started:
+        if time.time() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    t.join(timeout=10)
+
+
+def test_search_view_and_review_in_chromium(server: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(server + "/")
+            page.fill("input[name=q]", "What hearing protection is needed, and who may remove a lock?")
+            page.select_option("select[name=method]", "bm25")
+            page.click("button[type=submit]")
+            page.wait_for_selector("ol.cards li.card")
+            banner = page.locator(".banner")
+            assert banner.get_attribute("data-decision") in ("answer", "refuse", "review")
+            assert page.locator(".juris-note").count() == 1  # UK and US pages at the top
+            assert page.locator("ol.cards li.card").count() == 10
+            assert page.locator("ol.cards mark.hit").count() > 0
+            page.screenshot(path=str(ARTIFACTS / "results.png"), full_page=True)
+            shot = os.environ.get("SOURCEPAGE_SCREENSHOT")
+            if shot:
+                Path(shot).parent.mkdir(parents=True, exist_ok=True)
+                page.set_viewport_size({"width": 1280, "height": 1100})
+                page.screenshot(path=shot, full_page=False)
+
+            first = page.locator("ol.cards li.card").first
+            page_id = first.get_attribute("data-page")
+            first.locator("a.title").click()
+            page.wait_for_selector("figure.page-image img")
+            img = page.locator("figure.page-image img")
+            page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=img.element_handle())
+            assert img.evaluate("img => img.naturalWidth") > 500
+            assert page.locator("pre.page-text mark.ev").count() > 0
+            page.click("button.tab[data-tab=text-cleaned]")
+            assert page.locator("#text-cleaned").is_visible() and not page.locator("#text-raw").is_visible()
+            page.screenshot(path=str(ARTIFACTS / "view.png"), full_page=True)
+
+            page.check("input[name=decision][value=answer]")
+            page.fill("input[name=reviewer]", "ada")
+            page.fill("textarea[name=note]", "This page states the exposure action values.")
+            page.click("section.review button[type=submit]")
+            page.wait_for_selector("p.success")
+            page.evaluate("window.scrollTo(0, 0)")
+            assert "Recorded as review #1" in page.locator("p.success").inner_text()
+            page.screenshot(path=str(ARTIFACTS / "recorded.png"), full_page=True)
+
+            page.goto(server + "/review-log")
+            assert "ada" in page.locator("table.log").inner_text()
+        finally:
+            browser.close()
+    reviews = httpx.get(server + "/reviews").json()["reviews"]
+    assert len(reviews) == 1
+    assert reviews[0]["reviewer"] == "ada" and reviews[0]["decision"] == "answer"
+    assert reviews[0]["pages"] == [page_id]
+    assert reviews[0]["question"].startswith("What hearing protection")
