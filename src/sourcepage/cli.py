@@ -50,7 +50,10 @@ def _fail(message: str, code: int = 2) -> None:
 
 @app.command()
 def ingest(
-    corpus: Annotated[Path, typer.Option("--corpus", help="Corpus folder (manifest.csv + pdf/).")],
+    ctx: typer.Context,
+    corpus: Annotated[
+        Path | None, typer.Option("--corpus", help="Corpus folder (manifest.csv + pdf/: PDF, .txt, .md).")
+    ] = None,
     store: StoreOpt = Path(".store"),
     engine: Annotated[str, typer.Option(help="pypdfium2 (default) or pypdf (the study's).")] = "pypdfium2",
     allow_checksum_mismatch: Annotated[bool, typer.Option(help="Warn instead of failing.")] = False,
@@ -68,6 +71,13 @@ def ingest(
         int, typer.Option(help="Extraction processes (0: one per core for corpora over 64 MB, else 1).")
     ] = 0,
     force: Annotated[bool, typer.Option(help="Re-extract every document.")] = False,
+    beir: Annotated[
+        Path | None,
+        typer.Option("--beir", help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/) instead of --corpus."),
+    ] = None,
+    title_in_text: Annotated[
+        bool, typer.Option(help="BEIR: page text = title + text (default: text; title in enriched).")
+    ] = False,
 ) -> None:
     """Validate, extract, audit, clean and chunk a corpus into a store (incremental)."""
     from sourcepage.corpus.manifest import ManifestError
@@ -84,6 +94,49 @@ def ingest(
         )
     except ValueError as e:
         _fail(str(e))
+    if beir is not None:
+        from dataclasses import replace
+
+        from sourcepage.corpus.beir import BEIR_ENRICH_FIELDS, BeirError, ingest_beir
+
+        if corpus is not None:
+            _fail("give --corpus or --beir, not both")
+
+        # BEIR defaults unless given: one chunk a document, enriched with the title only
+        def given(name: str) -> bool:  # typer vendors click: compare the source by name
+            return getattr(ctx.get_parameter_source(name), "name", "") != "DEFAULT"
+
+        if not given("chunk_mode"):
+            settings = replace(settings, chunk=replace(settings.chunk, mode="page"))
+        if not given("enrich_fields"):
+            settings = replace(settings, enrich_fields=BEIR_ENRICH_FIELDS)
+        with _progress() as prog:
+            btask = prog.add_task("corpus.jsonl", total=None)
+
+            def btick(done: int, total: int, label: str) -> None:
+                prog.update(btask, completed=done, total=total, description=f"corpus.jsonl (bytes): {label}")
+
+            try:
+                brep = ingest_beir(
+                    beir, store, settings=settings, title_in_text=title_in_text, force=force, progress=btick
+                )
+            except (BeirError, ValueError, OSError) as e:
+                _fail(str(e))
+        out.print(f"[bold]store[/] {brep.store}  BEIR {brep.dataset}")
+        if brep.skipped_unchanged_file:
+            out.print(f"{brep.documents} documents; corpus.jsonl unchanged since the last ingest")
+        else:
+            out.print(
+                f"{brep.documents} documents: written {brep.written}, unchanged {brep.unchanged}, "
+                f"removed {brep.removed}, duplicate ids {brep.duplicates}, empty {brep.empty} "
+                f"in {brep.wall_seconds:.2f} s"
+            )
+        out.print("chunks: " + ", ".join(f"{v} {n}" for v, n in brep.chunks.items()))
+        for w in brep.warnings:
+            err.print(f"[yellow]warning[/] {w}", highlight=False)
+        return
+    if corpus is None:
+        _fail("give --corpus DIR (or --beir DIR)")
     with _progress() as prog:
         task = prog.add_task("extracting", total=None)
 
@@ -390,8 +443,7 @@ def judge(
         _fail(f"--depth must be at least 1, got {depth}")
     try:
         st = Store(store)
-        known = {f"{r['doc_id']}#p{r['page_no']}" for r in st.page_rows()}
-        qs = read_questions(questions, known)
+        qs = read_questions(questions, st.page_ids())
     except (StoreError, QuestionError, OSError) as e:
         _fail(str(e))
     by_id = {q.id: q for q in qs}
@@ -495,8 +547,7 @@ def calibrate(
 
     try:
         st = Store(store)
-        known = {f"{d.doc_id}#p{i}" for d in st.documents() for i in range(1, len(st.page_texts(d.doc_id)) + 1)}
-        qs = read_questions(questions, known_pages=known)
+        qs = read_questions(questions, known_pages=st.page_ids())
         s = Searcher(st, version)
         feats, single_a, single_b = [], [], []
         with _progress() as prog:
@@ -511,9 +562,18 @@ def calibrate(
         _fail(str(e))
     single = {sparse: single_a, semantic: single_b}
     cv = cross_validate(feats, qs, single, target_recall, target_precision, seed=seed)
-    pol = fit_policy(feats, qs, single, text_version=version, sparse=sparse, semantic=semantic,
-                     target_recall=target_recall, target_precision=target_precision, seed=seed,
-                     chunk_fingerprint=st.chunk_fingerprint(version))
+    pol = fit_policy(
+        feats,
+        qs,
+        single,
+        text_version=version,
+        sparse=sparse,
+        semantic=semantic,
+        target_recall=target_recall,
+        target_precision=target_precision,
+        seed=seed,
+        chunk_fingerprint=st.chunk_fingerprint(version),
+    )
     path = save_policy(st.path, pol)
     y = cv["labels"]
     t = Table(title=f"Held-out ({cv['folds']}-fold) answerability, {sparse} + {semantic} on {version}")
@@ -524,15 +584,20 @@ def calibrate(
     def row(name: str, scores: list[float], decided: list) -> None:
         sh = _shares(decided, qs)
         a = auroc([scores[i] for i in near if y[i] == 1], [scores[i] for i in near if y[i] == 0])
-        t.add_row(name, f"{a:.3f}", *(f"{sh[c]['refuse']:.0%}" for c in ("answerable", "unsupported",
-                                                                        "out_of_domain")))
+        t.add_row(
+            name,
+            f"{a:.3f}",
+            *(f"{sh[c]['refuse']:.0%}" for c in ("answerable", "unsupported", "out_of_domain")),
+        )
 
     row("classifier", cv["probability"], cv["decision"])
     for m, sc in single.items():
         row(f"{m} top score", sc, cv["single_answered"][m])
     out.print(t)
-    out.print(f"policy fitted on {len(qs)} questions: refuse below P={pol.t_refuse:.3f}, answer at or above "
-              f"P={pol.t_answer:.3f}; stored in {path}")
+    out.print(
+        f"policy fitted on {len(qs)} questions: refuse below P={pol.t_refuse:.3f}, answer at or above "
+        f"P={pol.t_answer:.3f}; stored in {path}"
+    )
 
 
 @app.command()
@@ -544,6 +609,9 @@ def serve(
         Path | None,
         typer.Option("--corpus", help="Corpus folder for page images (default: the store's last ingest)."),
     ] = None,
+    questions: Annotated[
+        Path | None, typer.Option("--questions", help="questions.jsonl to pool and judge on the web page.")
+    ] = None,
 ) -> None:
     """Serve the JSON API and the reviewer web page (http://HOST:PORT/, API docs at /docs)."""
     import uvicorn
@@ -552,8 +620,8 @@ def serve(
     from sourcepage.store.db import StoreError
 
     try:
-        web = create_app(store, corpus=corpus)
-    except StoreError as e:
+        web = create_app(store, corpus=corpus, questions=questions)
+    except (StoreError, ValueError, OSError) as e:
         _fail(str(e))
     if web.state.corpus is None:
         err.print("[yellow]warning:[/] no corpus folder known: page images are off (pass --corpus DIR)")
@@ -571,8 +639,8 @@ def default_corpus() -> Path | None:
 
 @app.command("eval")
 def eval_(
-    questions: Annotated[Path, typer.Option("--questions", help="questions.jsonl (spec §3).")],
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")],
+    questions: Annotated[Path | None, typer.Option("--questions", help="questions.jsonl (spec §3).")] = None,
     corpus: Annotated[
         Path | None, typer.Option("--corpus", help="Corpus folder; default ../shared/corpus where present.")
     ] = None,
@@ -581,12 +649,67 @@ def eval_(
     config: Annotated[Path | None, typer.Option("--config", help="experiment.yaml (README).")] = None,
     store: Annotated[Path | None, typer.Option("--store", help="Store cache (default OUT/store).")] = None,
     bootstrap: Annotated[int | None, typer.Option(help="Bootstrap resamples (default 20000).")] = None,
+    beir: Annotated[
+        Path | None, typer.Option("--beir", help="Evaluate on a BEIR folder instead of --questions.")
+    ] = None,
+    split: Annotated[str, typer.Option(help="BEIR qrels split (qrels/<split>.tsv).")] = "test",
+    title_in_text: Annotated[bool, typer.Option(help="BEIR: page text = title + text.")] = False,
+    keep_identical_ids: Annotated[
+        bool, typer.Option(help="BEIR: keep documents whose id equals the query id.")
+    ] = False,
 ) -> None:
     """Run an experiment design and write metrics.json, ranked.jsonl, report.md and more."""
     from sourcepage.corpus.manifest import ManifestError
     from sourcepage.evaluation.experiment import Design, run_experiment
     from sourcepage.evaluation.questions import QuestionError
 
+    if beir is not None:
+        from sourcepage.corpus.beir import BeirError
+        from sourcepage.evaluation.beir import run_beir
+
+        if questions is not None or corpus is not None or config is not None:
+            _fail("--beir replaces --questions, --corpus and --config")
+        with _progress() as prog:
+            btasks: dict[str, int] = {}
+
+            def btick(label: str, done: int, total: int) -> None:
+                if label not in btasks:
+                    btasks[label] = prog.add_task(label, total=total)
+                prog.update(btasks[label], completed=done, total=total)
+
+            try:
+                bm = run_beir(
+                    beir,
+                    out_dir,
+                    (methods or "bm25").split(","),
+                    (versions or "raw").split(","),
+                    split,
+                    store,
+                    btick,
+                    title_in_text=title_in_text,
+                    ignore_identical_ids=not keep_identical_ids,
+                    **({"bootstrap": bootstrap} if bootstrap is not None else {}),
+                )
+            except (BeirError, ValueError, OSError) as e:
+                _fail(str(e))
+        q = bm["queries"]
+        t = Table(
+            title=f"BEIR {bm['dataset']} ({bm['split']}) — {q['evaluated']} queries, "
+            f"{bm['skipped_queries']} skipped (no relevant document or no text), depth {bm['depth']}",
+            title_justify="left",
+        )
+        cols = ("ndcg_cut_10", "mrr@10", "recall@100", "hit@10", "ndcg@10")
+        for col in ("version", "method", *cols, "ms p50"):
+            t.add_column(col, justify="left" if col in ("version", "method") else "right", no_wrap=True)
+        for r in bm["runs"]:
+            t.add_row(
+                r["text_version"], r["method"], *(f"{r[c]:.4f}" for c in cols), f"{r['query_ms']['p50']:.2f}"
+            )
+        out.print(t)
+        out.print(f"report: {out_dir / 'report.md'}  (metrics.json, ranked.jsonl, stats.json, trec/)")
+        return
+    if questions is None:
+        _fail("give --questions FILE (or --beir DIR)")
     corpus = corpus or default_corpus()
     if corpus is None:
         manifest = questions.parent / "manifest.csv"
@@ -599,8 +722,10 @@ def eval_(
         for doc_id, why in sorted(rep.problems.items()):
             err.print(f"[yellow]not fetched[/] {doc_id}: {why}", highlight=False)
         if rep.problems:
-            _fail(f"{len(rep.problems)} of the corpus documents could not be fetched into {rep.corpus}; "
-                  "pass --corpus with a local copy")
+            _fail(
+                f"{len(rep.problems)} of the corpus documents could not be fetched into {rep.corpus}; "
+                "pass --corpus with a local copy"
+            )
         corpus = rep.corpus
     try:
         design = Design.from_yaml(config) if config else Design()

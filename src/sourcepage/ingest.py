@@ -1,5 +1,8 @@
 """Ingest a corpus folder into a store: validate, extract, audit, clean, chunk, persist.
 
+Corpus files are PDFs or plain text (``.txt``/``.md``, pages split at form feeds or
+``<<<PAGE>>>`` lines; see corpus.textfiles). A BEIR folder goes through corpus.beir.
+
 Incremental: a document whose file checksum and engine are unchanged is not
 re-extracted; if only the text settings or its manifest fields changed, its
 versions are rebuilt from the stored raw text. A document that fails (corrupt,
@@ -18,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sourcepage.corpus.audit import audit_page
-from sourcepage.corpus.extract import ENGINES, Extracted, ExtractionError, extract_pdf
+from sourcepage.corpus.extract import ENGINES, Extracted, ExtractionError
 from sourcepage.corpus.manifest import read_manifest
+from sourcepage.corpus.textfiles import extract_document
 from sourcepage.records import Document
 from sourcepage.store.db import Store
 from sourcepage.text.versions import TextSettings, build_versions
@@ -50,7 +54,7 @@ class IngestReport:
 
 
 def _extract_job(path: str, engine: str) -> Extracted:
-    return extract_pdf(path, engine)
+    return extract_document(path, engine)
 
 
 def ingest(
@@ -199,7 +203,7 @@ def _extract_all(
     if n_workers == 1:
         for doc in todo:
             try:
-                res: Extracted | BaseException = extract_pdf(manifest.pdf_path(doc), engine)
+                res: Extracted | BaseException = extract_document(manifest.pdf_path(doc), engine)
             except Exception as e:  # one bad document must not sink the others
                 res = e
             store_one(doc, res)

@@ -227,8 +227,7 @@ def run_experiment(
     runs = design.runs()
     rep = ingest(corpus, store, engine=design.engine, settings=design.text)
     st = Store(store)
-    known = {f"{d.doc_id}#p{i}" for d in st.documents() for i in range(1, len(st.page_texts(d.doc_id)) + 1)}
-    qs = read_questions(questions, known_pages=known)
+    qs = read_questions(questions, known_pages=st.page_ids())
     counts = {
         a: sum(q.answerability == a for q in qs) for a in ("answerable", "unsupported", "out_of_domain")
     }

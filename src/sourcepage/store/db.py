@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS chunks (
   seq INTEGER NOT NULL, spans TEXT NOT NULL, text TEXT NOT NULL,
   PRIMARY KEY (version, chunk_id));
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (version, doc_id, seq);
+CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id);
 CREATE TABLE IF NOT EXISTS runs (
   id INTEGER PRIMARY KEY AUTOINCREMENT, command TEXT NOT NULL, args TEXT NOT NULL,
   started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL, summary TEXT);
@@ -106,6 +107,9 @@ class Store:
                 self.conn.executescript(MIGRATIONS[found])
                 found += 1
                 self.conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(found),))
+        # an index added within schema 1 (stores made before it lack it): ingest deletes by doc_id
+        with self.conn:
+            self.conn.execute("CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_id)")
 
     def close(self) -> None:
         self.conn.close()
@@ -157,6 +161,13 @@ class Store:
         )
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    def page_ids(self) -> set[str]:
+        """Every page id (``doc#pN``) of the successfully ingested documents."""
+        rows = self.conn.execute(
+            "SELECT p.doc_id, p.page_no FROM pages p JOIN documents d ON d.doc_id=p.doc_id AND d.status='ok'"
+        ).fetchall()
+        return {f"{d}#p{n}" for d, n in rows}
 
     def page(self, doc_id: str, page_no: int) -> dict[str, Any] | None:
         cur = self.conn.execute("SELECT * FROM pages WHERE doc_id=? AND page_no=?", (doc_id, page_no))

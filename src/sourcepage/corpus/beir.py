@@ -1,0 +1,484 @@
+"""BEIR folders: read them, and ingest their corpus into a store, streaming.
+
+A BEIR folder (https://github.com/beir-cellar/beir) holds::
+
+    corpus.jsonl        {"_id": "...", "title": "...", "text": "...", "metadata": {...}}  one a line
+    queries.jsonl       {"_id": "...", "text": "..."}                                   one a line
+    qrels/<split>.tsv   header row, then  query-id <TAB> corpus-id <TAB> score
+
+Each BEIR document becomes one store document with one page, ``<doc_id>#p1``. BEIR ids
+can be anything (``"Doc/1"``, ``"doc 1"``, ``"MED-10"``, unicode), so every ``_id`` gets
+a doc_id that matches ``[a-z0-9][a-z0-9_-]*`` (:func:`beir_doc_id`): an id that already
+matches is kept as it is; any other is folded to ASCII, lower-cased, runs of other
+characters become ``-``, cut to 60 characters, and a ``-`` plus the first 8 hex digits
+of the SHA-1 of the original id is appended. Should that still collide with another id
+of the corpus, ``-2``, ``-3``, ... is appended in corpus order. The mapping is kept in
+the store's ``beir_ids`` table (:func:`id_map`) and in each document's metadata
+(``beir_id``), and is stable across re-ingests.
+
+Provenance of a BEIR document: title = the BEIR title, authority ``BEIR:<folder name>``,
+doc_type ``beir_document``, pages ``1``, sha256 = SHA-256 of the page text (UTF-8),
+file ``corpus.jsonl``, source_url = ``metadata.url`` where the corpus has it.
+
+The page text (the raw version) is the BEIR ``text``; the title goes into the enriched
+version's header (``Document: <title>``; by default BEIR ingest enriches with the title
+only, and chunks in ``page`` mode: one chunk a document, as BEIR retrieves documents).
+With ``title_in_text`` the page text is ``title + "\\n\\n" + text`` (Pyserini's and the
+dense BEIR baselines' input). A document with an empty text uses its title as text.
+
+corpus.jsonl is read line by line and written in batches, each batch one SQLite
+transaction; memory does not grow with the corpus (the id bookkeeping lives in SQLite).
+Incremental: a document whose text and metadata are unchanged is not rewritten, and an
+unchanged corpus file (same size and modification time, same settings) is not read.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import re
+import sqlite3
+import time
+import unicodedata
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sourcepage.corpus.audit import audit_page
+from sourcepage.corpus.extract import PageLayout
+from sourcepage.records import Document
+from sourcepage.store.db import Store
+from sourcepage.text.chunk import ChunkConfig
+from sourcepage.text.versions import TextSettings, build_versions
+
+__all__ = [
+    "BEIR_DOC_TYPE",
+    "BEIR_ENRICH_FIELDS",
+    "BEIR_SETTINGS",
+    "BeirError",
+    "BeirIngestReport",
+    "beir_doc_id",
+    "beir_splits",
+    "dataset_name",
+    "id_map",
+    "ingest_beir",
+    "iter_corpus",
+    "iter_jsonl",
+    "read_qrels",
+    "read_queries",
+    "trec_id",
+]
+
+BEIR_DOC_TYPE = "beir_document"
+BEIR_ENRICH_FIELDS: tuple[str, ...] = ("title",)
+#: BEIR ingest defaults: one chunk a document (``page`` mode), enriched with the title only
+BEIR_SETTINGS = TextSettings(chunk=ChunkConfig(mode="page"), enrich_fields=BEIR_ENRICH_FIELDS)
+BATCH_SIZE = 1000
+ENGINE = "beir"
+
+Progress = Callable[[int, int, str], None]
+
+_VALID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_OTHER = re.compile(r"[^a-z0-9_-]+")
+_SPACE = re.compile(r"\s")
+_MAX_SLUG = 60
+
+_TABLE = """
+CREATE TABLE IF NOT EXISTS beir_ids (
+  beir_id TEXT PRIMARY KEY, doc_id TEXT NOT NULL UNIQUE, dataset TEXT NOT NULL,
+  seen_run INTEGER NOT NULL DEFAULT 0);
+"""
+
+
+class BeirError(ValueError):
+    """A BEIR folder or file that cannot be read; the message names file and line."""
+
+
+# --------------------------------------------------------------------------- ids
+
+
+def beir_doc_id(beir_id: str) -> str:
+    """The base doc_id of a BEIR ``_id`` (before corpus-level collision handling).
+
+    ``"123"`` → ``"123"``; ``"Doc/1"`` → ``"doc-1-<8 hex>"``; ``"Über"`` → ``"uber-<8 hex>"``.
+    """
+    if _VALID.fullmatch(beir_id) and len(beir_id) <= _MAX_SLUG + 9:
+        return beir_id
+    folded = unicodedata.normalize("NFKD", beir_id.replace("Æ", "AE").replace("æ", "ae"))
+    ascii_ = folded.encode("ascii", "ignore").decode("ascii").lower()
+    slug = _OTHER.sub("-", ascii_).strip("-_")[:_MAX_SLUG].strip("-_")
+    digest = hashlib.sha1(beir_id.encode("utf-8")).hexdigest()[:8]
+    return f"{slug}-{digest}" if slug else f"beir-{digest}"
+
+
+def trec_id(beir_id: str) -> str:
+    """A BEIR id as a TREC run/qrels field: whitespace characters percent-encoded
+    (``"doc 1"`` → ``"doc%201"``); every id without whitespace is written unchanged."""
+    return _SPACE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group(0).encode("utf-8")), beir_id)
+
+
+def _ensure_table(conn: sqlite3.Connection) -> None:
+    conn.executescript(_TABLE)
+
+
+def id_map(store: str | Path | Store) -> dict[str, str]:
+    """doc_id → original BEIR ``_id`` for every BEIR document of a store."""
+    st = store if isinstance(store, Store) else Store(store)
+    try:
+        has = st.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='beir_ids'").fetchone()
+        if not has:
+            return {}
+        return {d: b for b, d in st.conn.execute("SELECT beir_id, doc_id FROM beir_ids")}
+    finally:
+        if st is not store:
+            st.close()
+
+
+def _assign(conn: sqlite3.Connection, beir_id: str, dataset: str) -> str:
+    row = conn.execute("SELECT doc_id FROM beir_ids WHERE beir_id=?", (beir_id,)).fetchone()
+    if row:
+        return str(row[0])
+    base = cand = beir_doc_id(beir_id)
+    n = 1
+    while conn.execute("SELECT 1 FROM beir_ids WHERE doc_id=?", (cand,)).fetchone():
+        n += 1
+        cand = f"{base}-{n}"
+    conn.execute("INSERT INTO beir_ids (beir_id, doc_id, dataset) VALUES (?,?,?)", (beir_id, cand, dataset))
+    return cand
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def dataset_name(beir_dir: str | Path) -> str:
+    """The folder name, used in ``authority = "BEIR:<name>"``."""
+    return Path(beir_dir).resolve().name
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """(line number, bytes read so far, object) for every non-blank line, read one line
+    at a time. BeirError naming ``file:line`` for a line that is not a JSON object."""
+    done = 0
+    with open(path, "rb") as f:
+        for lineno, line in enumerate(f, 1):
+            done += len(line)
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as e:
+                raise BeirError(f"{path}:{lineno}: invalid JSON ({e})") from None
+            if not isinstance(obj, dict):
+                raise BeirError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+            yield lineno, done, obj
+
+
+def _str_id(obj: dict[str, Any], path: Path, lineno: int) -> str:
+    raw = obj.get("_id")
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        raw = str(raw)
+    if not isinstance(raw, str) or not raw.strip():
+        raise BeirError(f"{path}:{lineno}: missing or empty '_id'")
+    return raw
+
+
+@dataclass(frozen=True)
+class BeirDoc:
+    """One corpus.jsonl line."""
+
+    beir_id: str
+    title: str
+    text: str
+    url: str
+    line: int
+    bytes_read: int
+
+
+def iter_corpus(beir_dir: str | Path) -> Iterator[BeirDoc]:
+    """The documents of ``corpus.jsonl``, streamed."""
+    path = Path(beir_dir) / "corpus.jsonl"
+    if not path.is_file():
+        raise BeirError(f"{path} not found (a BEIR folder holds corpus.jsonl, queries.jsonl, qrels/)")
+    for lineno, done, obj in iter_jsonl(path):
+        meta = obj.get("metadata")
+        url = meta.get("url", "") if isinstance(meta, dict) else ""
+        yield BeirDoc(
+            _str_id(obj, path, lineno),
+            str(obj.get("title") or ""),
+            str(obj.get("text") or ""),
+            url if isinstance(url, str) else "",
+            lineno,
+            done,
+        )
+
+
+def read_queries(beir_dir: str | Path, wanted: set[str] | None = None) -> dict[str, str]:
+    """query id → text from ``queries.jsonl`` (streamed; only ``wanted`` ids if given)."""
+    path = Path(beir_dir) / "queries.jsonl"
+    if not path.is_file():
+        raise BeirError(f"{path} not found")
+    out: dict[str, str] = {}
+    for lineno, _, obj in iter_jsonl(path):
+        qid = _str_id(obj, path, lineno)
+        if wanted is None or qid in wanted:
+            out[qid] = str(obj.get("text") or "")
+    return out
+
+
+def beir_splits(beir_dir: str | Path) -> list[str]:
+    """The qrels splits present (``qrels/<split>.tsv``)."""
+    return sorted(p.stem for p in (Path(beir_dir) / "qrels").glob("*.tsv"))
+
+
+def read_qrels(beir_dir: str | Path, split: str = "test") -> dict[str, dict[str, int]]:
+    """query id → {corpus id: score} from ``qrels/<split>.tsv`` (header row skipped;
+    a repeated pair keeps its last score, as BEIR's loader does)."""
+    path = Path(beir_dir) / "qrels" / f"{split}.tsv"
+    if not path.is_file():
+        have = ", ".join(beir_splits(beir_dir)) or "none"
+        raise BeirError(f"{path} not found (splits present: {have})")
+    out: dict[str, dict[str, int]] = {}
+    with open(path, encoding="utf-8", newline="") as f:
+        for lineno, row in enumerate(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_MINIMAL), 1):
+            if not row or not "".join(row).strip():
+                continue
+            if len(row) < 3:
+                raise BeirError(f"{path}:{lineno}: expected query-id, corpus-id, score; got {row!r}")
+            try:
+                score = int(float(row[2]))
+            except ValueError:
+                if lineno == 1:
+                    continue  # the header row
+                raise BeirError(f"{path}:{lineno}: score {row[2]!r} is not a number") from None
+            out.setdefault(row[0], {})[row[1]] = score
+    return out
+
+
+# --------------------------------------------------------------------------- ingest
+
+
+@dataclass
+class BeirIngestReport:
+    """Counts of one BEIR ingest (no per-document lists: corpora have millions)."""
+
+    store: str
+    dataset: str
+    documents: int = 0
+    written: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    duplicates: int = 0
+    empty: int = 0
+    skipped_unchanged_file: bool = False
+    warnings: list[str] = field(default_factory=list)
+    wall_seconds: float = 0.0
+    chunks: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def _document(d: BeirDoc, doc_id: str, dataset: str, page_text: str) -> Document:
+    return Document(
+        doc_id=doc_id,
+        file="corpus.jsonl",
+        title=d.title,
+        topic="",
+        authority=f"BEIR:{dataset}",
+        jurisdiction="",
+        year="",
+        doc_type=BEIR_DOC_TYPE,
+        role="",
+        source_url=d.url,
+        sha256=hashlib.sha256(page_text.encode("utf-8")).hexdigest(),
+        pages="1",
+        license="",
+        found_in=f"{dataset}/corpus.jsonl",
+        extra={"beir_id": d.beir_id},
+    )
+
+
+def _page_text(d: BeirDoc, title_in_text: bool) -> str:
+    text = d.text.replace("\r\n", "\n").replace("\r", "\n")
+    if not text.strip():
+        return d.title
+    if title_in_text and d.title.strip():
+        return f"{d.title}\n\n{text}"
+    return text
+
+
+def _warn(report: BeirIngestReport, message: str, limit: int = 50) -> None:
+    if len(report.warnings) < limit:
+        report.warnings.append(message)
+    elif len(report.warnings) == limit:
+        report.warnings.append("… further warnings left out (see the store's warnings table)")
+
+
+def ingest_beir(
+    beir_dir: str | Path,
+    store: str | Path,
+    *,
+    settings: TextSettings | None = None,
+    title_in_text: bool = False,
+    batch_size: int = BATCH_SIZE,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> BeirIngestReport:
+    """Stream ``beir_dir/corpus.jsonl`` into ``store``: one document, one page each.
+
+    ``progress(bytes_read, corpus_bytes, label)`` is called after every batch. Documents
+    of the store that the corpus no longer holds are marked removed (a store holds one
+    corpus). Returns counts; problems with single documents are warnings.
+    """
+    t0 = time.perf_counter()
+    beir_dir = Path(beir_dir)
+    corpus = beir_dir / "corpus.jsonl"
+    if not corpus.is_file():
+        raise BeirError(f"{corpus} not found (a BEIR folder holds corpus.jsonl, queries.jsonl, qrels/)")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    settings = settings or BEIR_SETTINGS
+    dataset = dataset_name(beir_dir)
+    stat = corpus.stat()
+    source = {
+        "corpus": str(corpus.resolve()),
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "settings": settings.as_dict(),
+        "title_in_text": title_in_text,
+    }
+    st = Store(store, create=True)
+    report = BeirIngestReport(store=str(store), dataset=dataset)
+    try:
+        with st.transaction() as conn:
+            _ensure_table(conn)
+        if not force and st.get_meta("beir_source") == source:
+            report.skipped_unchanged_file = True
+            report.documents = report.unchanged = _count_ok(st)
+            report.chunks = _chunk_counts(st)
+            report.wall_seconds = time.perf_counter() - t0
+            return report
+        run_id = st.start_run(
+            "ingest-beir",
+            {
+                "beir": str(beir_dir),
+                "settings": settings.as_dict(),
+                "force": force,
+                "title_in_text": title_in_text,
+            },
+        )
+        try:
+            settings_changed = st.get_meta("text_settings") != settings.as_dict()
+            batch: list[BeirDoc] = []
+            for d in iter_corpus(beir_dir):
+                batch.append(d)
+                if len(batch) >= batch_size:
+                    _write_batch(
+                        st, batch, dataset, settings, title_in_text, force or settings_changed, report, run_id
+                    )
+                    if progress:
+                        progress(d.bytes_read, stat.st_size, f"{report.documents} documents")
+                    batch = []
+            if batch:
+                _write_batch(
+                    st, batch, dataset, settings, title_in_text, force or settings_changed, report, run_id
+                )
+            if progress:
+                progress(stat.st_size, stat.st_size, f"{report.documents} documents")
+            with st.transaction() as conn:
+                cur = conn.execute(
+                    "UPDATE documents SET status='removed' WHERE status='ok' AND doc_id NOT IN"
+                    " (SELECT doc_id FROM beir_ids WHERE seen_run=?)",
+                    (run_id,),
+                )
+                report.removed = cur.rowcount
+                st.set_meta("text_settings", settings.as_dict(), conn)
+                st.set_meta("beir_source", source, conn)
+                st.set_meta("beir", {"dataset": dataset, "folder": str(beir_dir.resolve())}, conn)
+            report.chunks = _chunk_counts(st)
+            report.wall_seconds = time.perf_counter() - t0
+            st.finish_run(run_id, "ok", report.as_dict())
+            return report
+        except BaseException as e:
+            st.finish_run(run_id, f"failed: {type(e).__name__}: {e}", report.as_dict())
+            raise
+    finally:
+        st.close()
+
+
+def _count_ok(st: Store) -> int:
+    return int(st.conn.execute("SELECT count(*) FROM documents WHERE status='ok'").fetchone()[0])
+
+
+def _chunk_counts(st: Store) -> dict[str, int]:
+    return {
+        v: int(
+            st.conn.execute(
+                "SELECT count(*) FROM chunks c JOIN documents d ON d.doc_id=c.doc_id AND d.status='ok'"
+                " WHERE c.version=?",
+                (v,),
+            ).fetchone()[0]
+        )
+        for v in ("raw", "cleaned", "enriched")
+    }
+
+
+def _write_batch(
+    st: Store,
+    batch: list[BeirDoc],
+    dataset: str,
+    settings: TextSettings,
+    title_in_text: bool,
+    rewrite: bool,
+    report: BeirIngestReport,
+    run_id: int,
+) -> None:
+    """One transaction: assign ids, skip unchanged documents, write the others."""
+    with st.transaction() as conn:
+        for d in batch:
+            doc_id = _assign(conn, d.beir_id, dataset)
+            seen = conn.execute("SELECT seen_run FROM beir_ids WHERE beir_id=?", (d.beir_id,)).fetchone()[0]
+            if seen == run_id:
+                report.duplicates += 1
+                msg = f"corpus.jsonl:{d.line}: _id {d.beir_id!r} appears again; the first one is kept"
+                st.warn(conn, run_id, doc_id, "beir:duplicate", msg)
+                _warn(report, msg)
+                continue
+            conn.execute("UPDATE beir_ids SET seen_run=? WHERE beir_id=?", (run_id, d.beir_id))
+            report.documents += 1
+            text = _page_text(d, title_in_text)
+            doc = _document(d, doc_id, dataset, text)
+            if not text.strip():
+                report.empty += 1
+                msg = f"corpus.jsonl:{d.line}: _id {d.beir_id!r} has neither text nor title"
+                st.warn(conn, run_id, doc_id, "beir:empty", msg)
+                _warn(report, msg)
+            prev = conn.execute(
+                "SELECT sha256, metadata, status FROM documents WHERE doc_id=?", (doc_id,)
+            ).fetchone()
+            if (
+                not rewrite
+                and prev is not None
+                and prev[2] == "ok"
+                and prev[0] == doc.sha256
+                and prev[1] == json.dumps(doc.as_dict(), sort_keys=True)
+            ):
+                report.unchanged += 1
+                continue
+            layout = PageLayout(
+                images=0, lines=sum(1 for ln in text.split("\n") if ln.strip()), side_by_side_lines=0
+            )
+            cleaned, chunks = build_versions(doc, [text], settings)
+            st.write_document(
+                conn,
+                doc,
+                engine=ENGINE,
+                raw=[text],
+                cleaned=cleaned,
+                audits=[audit_page(text, layout)],
+                chunks=chunks,
+                seconds=0.0,
+            )
+            report.written += 1
