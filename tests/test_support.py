@@ -184,3 +184,46 @@ def test_calibrate_cli_stores_a_policy_that_search_uses(fresh_store: Path, tmp_p
     assert all(r in out for r in ("question", "method", "text_version", "decision", "reasons", "results"))
     log = (fresh_store / "answers.jsonl").read_text().splitlines()
     assert json.loads(log[-1])["question"].startswith("How does a group lockbox")
+
+
+def test_reviews_cli_records_and_exports(fresh_store: Path, tmp_path: Path) -> None:
+    from sourcepage.evaluation.questions import read_questions
+
+    runner = CliRunner()
+    out = tmp_path / "reviewed.jsonl"
+    res = runner.invoke(
+        app,
+        [
+            "reviews",
+            "--store",
+            str(fresh_store),
+            "--question",
+            "Who removes a lock?",
+            "--decision",
+            "answer",
+            "--page",
+            "loto_energy_control#p3",
+            "--reviewer",
+            "alice",
+            "--export",
+            str(out),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    qs = read_questions(out, known_pages={"loto_energy_control#p3"})
+    assert qs[0].evidence == {"loto_energy_control#p3": 1} and qs[0].answerability == "answerable"
+    bad = runner.invoke(
+        app,
+        [
+            "reviews",
+            "--store",
+            str(fresh_store),
+            "--question",
+            "Q?",
+            "--decision",
+            "maybe",
+            "--reviewer",
+            "bob",
+        ],
+    )
+    assert bad.exit_code == 2 and "answer or refuse" in bad.output

@@ -629,6 +629,51 @@ def serve(
     uvicorn.run(web, host=host, port=port, log_level="info")
 
 
+@app.command()
+def reviews(
+    store: StoreOpt = Path(".store"),
+    question: Annotated[str | None, typer.Option(help="Record a review of this question.")] = None,
+    decision: Annotated[str | None, typer.Option(help="The reviewer's decision: answer or refuse.")] = None,
+    page: Annotated[
+        list[str] | None, typer.Option("--page", help="Accepted evidence page; repeatable.")
+    ] = None,
+    reviewer: Annotated[str | None, typer.Option(help="Who reviewed.")] = None,
+    note: str = "",
+    method: str = "bm25",
+    version: str = "raw",
+    export: Annotated[Path | None, typer.Option(help="Write the log as questions.jsonl.")] = None,
+) -> None:
+    """The reviewer log of referred questions: record a decision, list the log, export it."""
+    from sourcepage.store.db import Store, StoreError
+    from sourcepage.store.files import write_text
+    from sourcepage.support import review as R
+
+    try:
+        st = Store(store)
+        if question:
+            from sourcepage.api import search as run
+
+            system = run(question, store, method=method, k=5, version=version, answer=False)["decision"]
+            R.record(
+                store, question, method, version, system, decision or "", page or [], reviewer or "", note
+            )
+        log = R.list_reviews(store)
+    except (StoreError, ValueError) as e:
+        _fail(str(e))
+    t = Table(title=f"Reviewer log — {store}")
+    for col in ("id", "when", "reviewer", "system", "decision", "pages", "question"):
+        t.add_column(col, overflow="fold")
+    for r in log:
+        t.add_row(
+            str(r.id), r.created_at, r.reviewer, r.system_decision, r.decision, " ".join(r.pages), r.question
+        )
+    out.print(t)
+    if export:
+        topics = {d.doc_id: d.topic for d in st.documents()}
+        write_text(export, R.export_jsonl(log, topics))
+        out.print(f"wrote {export}")
+
+
 def default_corpus() -> Path | None:
     """../shared/corpus where present (the local mirror), else None."""
     for cand in (Path("../shared/corpus"), Path(__file__).resolve().parents[2].parent / "shared" / "corpus"):

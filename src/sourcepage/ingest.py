@@ -120,6 +120,8 @@ def ingest(
                 " d.status='ok' WHERE c.version=?",
                 (v,),
             ).fetchone()[0]
+        for names in (report.extracted, report.rebuilt, report.unchanged, report.removed):
+            names.sort()  # completion order of parallel workers is not deterministic
         report.wall_seconds = time.perf_counter() - t_start
         st.finish_run(run_id, "ok", report.as_dict())
         return report
