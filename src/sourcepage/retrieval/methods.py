@@ -1,7 +1,9 @@
 """Method names (benchmark-format.md §4), parsed in this one place.
 
 ``bm25`` · ``lsa`` · ``dense`` (the default model, ``minilm``) or ``dense:<model>``
-· ``rrf:<a>+<b>[+<c>]`` (reciprocal rank fusion of the named methods' page ranks).
+· ``rrf:<a>+<b>[+<c>]`` (reciprocal rank fusion of the named methods' page ranks)
+· ``rerank:<base>`` (the base method's top pages reranked by question–sentence cosine
+with e5-small; ``retrieval.rerank``), where ``<base>`` is any of the forms above.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ DEFAULT_DENSE = "minilm"
 class Method:
     """A parsed method: a base retriever, or a fusion of base methods."""
 
-    kind: str  # bm25 | lsa | dense | rrf
+    kind: str  # bm25 | lsa | dense | rrf | rerank
     model: str = ""  # dense model name
     parts: tuple[Method, ...] = ()
 
@@ -25,6 +27,8 @@ class Method:
         """The canonical name; ``dense`` stays ``dense`` for the default model."""
         if self.kind == "rrf":
             return "rrf:" + "+".join(p.name for p in self.parts)
+        if self.kind == "rerank":
+            return "rerank:" + self.parts[0].name
         if self.kind == "dense" and self.model != DEFAULT_DENSE:
             return f"dense:{self.model}"
         return self.kind
@@ -36,6 +40,8 @@ class Method:
 
     def bases(self) -> tuple[Method, ...]:
         """The base methods this method needs indexes for."""
+        if self.kind == "rerank":
+            return self.parts[0].bases()
         return self.parts if self.kind == "rrf" else (self,)
 
 
@@ -44,9 +50,14 @@ def parse_method(name: str) -> Method:
     from sourcepage.retrieval.dense import MODELS
 
     name = name.strip()
+    if name.startswith("rerank:"):
+        base = parse_method(name[7:])
+        if base.kind == "rerank":
+            raise ValueError(f"{name!r}: rerank takes a base method, not another rerank")
+        return Method("rerank", parts=(base,))
     if name.startswith("rrf:"):
         parts = tuple(parse_method(p) for p in name[4:].split("+"))
-        if len(parts) < 2 or any(p.kind == "rrf" for p in parts):
+        if len(parts) < 2 or any(p.kind in ("rrf", "rerank") for p in parts):
             raise ValueError(f"{name!r}: rrf needs two or more base methods, e.g. rrf:bm25+dense")
         if len({p.name for p in parts}) != len(parts):
             raise ValueError(f"{name!r}: a method appears twice in the fusion")
@@ -59,7 +70,9 @@ def parse_method(name: str) -> Method:
         return Method("dense", model=model)
     if kind in ("bm25", "lsa") and not model:
         return Method(kind)
-    raise ValueError(f"unknown method {name!r}; use bm25, lsa, dense, dense:<model>, or rrf:<a>+<b>[+<c>]")
+    raise ValueError(
+        f"unknown method {name!r}; use bm25, lsa, dense, dense:<model>, rrf:<a>+<b>[+<c>], or rerank:<base>"
+    )
 
 
 def parse_methods(spec: str) -> list[Method]:

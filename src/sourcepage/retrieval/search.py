@@ -18,6 +18,7 @@ from sourcepage.retrieval.fusion import RRF_K, rrf
 from sourcepage.retrieval.index import IndexSettings, LoadedIndex, build_index, load_index
 from sourcepage.retrieval.methods import Method, parse_method
 from sourcepage.retrieval.pages import collapse
+from sourcepage.retrieval.rerank import RERANK_DEPTH, rerank
 from sourcepage.store.db import Store
 
 
@@ -96,6 +97,10 @@ class Searcher:
             idx = self.index(m.parts[0])
             order = {p: i for i, p in enumerate(idx.page_ids)}
             hits = rrf(parts, order, self.rrf_k)
+            hits = hits[:k] if k else hits
+        elif m.kind == "rerank":
+            base = self.rank(query, m.parts[0], None if k is None else max(k, RERANK_DEPTH), filters)
+            hits = rerank(self.store, self.version, query, base.hits)
             hits = hits[:k] if k else hits
         else:
             hits = self._base(m, query, f, k)

