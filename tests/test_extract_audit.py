@@ -150,3 +150,14 @@ def test_spacing_artifact_rules() -> None:
     assert spacing_artifact(glued)
     urls = "see https://www.osha.gov/laws-regs/regulations/standardnumber/1910 " * 3 + "word " * 20
     assert not spacing_artifact(urls)
+
+
+def test_contents_page_flag() -> None:
+    from sourcepage.corpus.audit import contents_page
+
+    toc = (
+        "Contents\nWhat is lockout? ............ 3\nWho is affected?.......... 7\nTraining . . . . . . . 12\n"
+    )
+    assert contents_page(toc)
+    assert not contents_page("What is lockout? ............ 3\nOnly two... 4\n")
+    assert not contents_page("Employees must apply locks. Devices must be durable. See page 12.")

@@ -270,3 +270,25 @@ def test_page_count_mismatch_warns(fresh_corpus: Path, tmp_path: Path) -> None:
         assert [w["doc_id"] for w in st.warnings() if w["kind"] == "pages"] == ["loto_energy_control"]
     finally:
         st.close()
+
+
+def test_schema_1_store_is_migrated_with_contents_flags(fresh_store: Path) -> None:
+    """A store written before schema 2 gains the contents_page column, computed from its text."""
+    import sqlite3
+
+    from sourcepage.store.db import SCHEMA_VERSION, Store
+
+    db = sqlite3.connect(fresh_store / "store.sqlite")
+    db.execute(
+        "UPDATE pages SET raw = raw || ? WHERE doc_id='loto_energy_control' AND page_no=1",
+        ("\nA ........ 1\nB ........ 2\nC ........ 3",),
+    )
+    db.execute("ALTER TABLE pages DROP COLUMN contents_page")
+    db.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+    st = Store(fresh_store)
+    assert st.get_meta("schema_version") == SCHEMA_VERSION == 2
+    flags = {(r["doc_id"], r["page_no"]): r["contents_page"] for r in st.page_rows()}
+    assert flags[("loto_energy_control", 1)] == 1
+    assert sum(flags.values()) == 1

@@ -190,12 +190,29 @@ def audit(
     rows = st.page_rows()
     docs = {d.doc_id: d for d in st.documents()}
     t = Table(title=f"Page audit — {store}", show_lines=False)
-    for col in ("document", "pages", "chars/page", "<100", "<300", "images", "multi-col", "spacing"):
+    for col in (
+        "document",
+        "pages",
+        "chars/page",
+        "<100",
+        "<300",
+        "images",
+        "multi-col",
+        "spacing",
+        "contents",
+    ):
         t.add_column(col, justify="left" if col == "document" else "right", no_wrap=True)
     by_doc: dict[str, list[dict]] = {}
     for r in rows:
         by_doc.setdefault(r["doc_id"], []).append(r)
-    keys = ("low_text_100", "low_text_300", "images", "multi_column_risk", "spacing_artifact")
+    keys = (
+        "low_text_100",
+        "low_text_300",
+        "images",
+        "multi_column_risk",
+        "spacing_artifact",
+        "contents_page",
+    )
     totals = dict.fromkeys(keys, 0)
     for doc_id, rs in by_doc.items():
         counts = {k: sum(1 for r in rs if r[k]) for k in keys}

@@ -100,6 +100,7 @@ class PageAudit:
     low_text_300: bool
     multi_column_risk: bool
     spacing_artifact: bool
+    contents_page: bool = False
 
 
 @dataclass(frozen=True)

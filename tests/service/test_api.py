@@ -173,7 +173,9 @@ def test_page_endpoint(client: TestClient) -> None:
         "low_text_300",
         "multi_column_risk",
         "spacing_artifact",
+        "contents_page",
     }
+    assert body["audit"]["contents_page"] is False
     blank = client.get(f"/pages/{pid('confined_space_entry#p2')}").json()
     assert blank["audit"]["low_text_100"] is True and blank["audit"]["chars"] == 0
     guarding = client.get(f"/pages/{pid('machine_guarding#p1')}").json()

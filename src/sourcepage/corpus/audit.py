@@ -2,7 +2,7 @@
 
 Flags are automated risk indicators, not adjudicated labels: low text (<100 and
 <300 characters, the study's cut-offs), embedded images, multi-column reading-order
-risk, and spacing artifacts (letter-spaced or glued words).
+risk, spacing artifacts (letter-spaced or glued words), and contents pages.
 """
 
 from __future__ import annotations
@@ -29,6 +29,16 @@ def spacing_artifact(text: str) -> bool:
     return len(tokens) >= 20 and len(long) / len(tokens) > 0.05
 
 
+_LEADER = re.compile(r"(?:\.\s*){4,}\d+\s*$")
+
+
+def contents_page(text: str) -> bool:
+    """True for a table of contents (or list of figures): at least 3 lines that end in a
+    dot leader and a page number ("What is lockout? ........ 12"). Such a page names
+    topics and page numbers but supports no answer, yet shares every topic word."""
+    return sum(1 for line in text.split("\n") if _LEADER.search(line)) >= 3
+
+
 def multi_column_risk(layout: PageLayout) -> bool:
     """True when text sits in two columns: at least 4 lines (and 20% of lines) with
     side-by-side rectangles, or at least 5 column-wide text runs in each half of the
@@ -49,4 +59,5 @@ def audit_page(text: str, layout: PageLayout) -> PageAudit:
         low_text_300=chars < 300,
         multi_column_risk=multi_column_risk(layout),
         spacing_artifact=spacing_artifact(text),
+        contents_page=contents_page(text),
     )

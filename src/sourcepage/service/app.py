@@ -331,6 +331,7 @@ def create_app(
                 "low_text_300": bool(row["low_text_300"]),
                 "multi_column_risk": bool(row["multi_column_risk"]),
                 "spacing_artifact": bool(row["spacing_artifact"]),
+                "contents_page": bool(row["contents_page"]),
             },
             "image": f"/pages/{page_id.replace('#', '%23')}/image",
         }
@@ -505,6 +506,7 @@ def create_app(
                 ("low_text_300", "under 300 characters"),
                 ("multi_column_risk", "multi-column reading-order risk"),
                 ("spacing_artifact", "spacing artifact"),
+                ("contents_page", "table of contents"),
             )
             if row[key]
         ]

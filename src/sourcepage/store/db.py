@@ -13,14 +13,14 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sourcepage.records import TEXT_VERSIONS, Chunk, Document, PageAudit
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "store.sqlite"
 
 _SCHEMA = """
@@ -36,7 +36,8 @@ CREATE TABLE IF NOT EXISTS pages (
   doc_id TEXT NOT NULL, page_no INTEGER NOT NULL, raw TEXT NOT NULL, cleaned TEXT NOT NULL,
   chars INTEGER NOT NULL, images INTEGER NOT NULL, low_text_100 INTEGER NOT NULL,
   low_text_300 INTEGER NOT NULL, multi_column_risk INTEGER NOT NULL,
-  spacing_artifact INTEGER NOT NULL, PRIMARY KEY (doc_id, page_no));
+  spacing_artifact INTEGER NOT NULL, contents_page INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (doc_id, page_no));
 CREATE TABLE IF NOT EXISTS chunks (
   version TEXT NOT NULL, chunk_id TEXT NOT NULL, doc_id TEXT NOT NULL, page_no INTEGER NOT NULL,
   seq INTEGER NOT NULL, spans TEXT NOT NULL, text TEXT NOT NULL,
@@ -54,8 +55,21 @@ CREATE TABLE IF NOT EXISTS embeddings (
   PRIMARY KEY (model, text_sha));
 """
 
-#: migrations[n] upgrades a schema-n store to n+1 (none yet: schema 1 is the first).
-MIGRATIONS: dict[int, str] = {}
+
+def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
+    """Schema 2 adds the contents-page audit flag, computed from the stored raw text."""
+    from sourcepage.corpus.audit import contents_page
+
+    conn.execute("ALTER TABLE pages ADD COLUMN contents_page INTEGER NOT NULL DEFAULT 0")
+    rows = conn.execute("SELECT doc_id, page_no, raw FROM pages").fetchall()
+    conn.executemany(
+        "UPDATE pages SET contents_page=? WHERE doc_id=? AND page_no=?",
+        [(int(contents_page(raw)), d, n) for d, n, raw in rows],
+    )
+
+
+#: migrations[n] upgrades a schema-n store to n+1, inside one transaction.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1_to_2}
 
 
 class StoreError(RuntimeError):
@@ -104,7 +118,7 @@ class Store:
                     f"to {SCHEMA_VERSION} exists: re-ingest into a new store"
                 )
             with self.conn:
-                self.conn.executescript(MIGRATIONS[found])
+                MIGRATIONS[found](self.conn)
                 found += 1
                 self.conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(found),))
         # an index added within schema 1 (stores made before it lack it): ingest deletes by doc_id
@@ -156,7 +170,7 @@ class Store:
     def page_rows(self) -> list[dict[str, Any]]:
         cur = self.conn.execute(
             "SELECT p.doc_id, p.page_no, p.chars, p.images, p.low_text_100, p.low_text_300,"
-            " p.multi_column_risk, p.spacing_artifact FROM pages p JOIN documents d"
+            " p.multi_column_risk, p.spacing_artifact, p.contents_page FROM pages p JOIN documents d"
             " ON d.doc_id=p.doc_id AND d.status='ok' ORDER BY p.doc_id, p.page_no"
         )
         cols = [d[0] for d in cur.description]
@@ -210,7 +224,7 @@ class Store:
         conn.execute("DELETE FROM pages WHERE doc_id=?", (doc.doc_id,))
         conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc.doc_id,))
         conn.executemany(
-            "INSERT INTO pages VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO pages VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (
                     doc.doc_id,
@@ -223,6 +237,7 @@ class Store:
                     int(a.low_text_300),
                     int(a.multi_column_risk),
                     int(a.spacing_artifact),
+                    int(a.contents_page),
                 )
                 for i, (r, c, a) in enumerate(zip(raw, cleaned, audits, strict=True), 1)
             ],
