@@ -161,3 +161,10 @@ def test_contents_page_flag() -> None:
     assert contents_page(toc)
     assert not contents_page("What is lockout? ............ 3\nOnly two... 4\n")
     assert not contents_page("Employees must apply locks. Devices must be durable. See page 12.")
+
+
+def test_dot_leaders_are_not_spacing_artifacts() -> None:
+    toc = "\n".join(
+        f"What are the employer requirements number {i}?......................{i}" for i in range(30)
+    )
+    assert not spacing_artifact(toc)

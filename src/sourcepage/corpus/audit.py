@@ -19,13 +19,15 @@ def spacing_artifact(text: str) -> bool:
     """True when words look letter-spaced ("s a f e t y") or glued ("lockoutdevicesmust").
 
     Letter-spacing: over 30% of alphabetic tokens are single letters (≥ 20 tokens).
-    Gluing: over 5% of tokens are longer than 25 characters without a URL-like shape.
+    Gluing: over 5% of tokens are longer than 25 characters without a URL-like shape or a
+    dot leader.
     """
     tokens = _TOKEN.findall(text)
     alpha = [t for t in tokens if t.isalpha()]
     if len(alpha) >= 20 and sum(len(t) == 1 for t in alpha) / len(alpha) > 0.30:
         return True
-    long = [t for t in tokens if len(t) > 25 and "/" not in t and "." not in t.strip(".")]
+    # dot leaders of a contents page ("requirements?.........23") are not glued words
+    long = [t for t in tokens if len(t) > 25 and "/" not in t and "..." not in t and "." not in t.strip(".")]
     return len(tokens) >= 20 and len(long) / len(tokens) > 0.05
 
 
