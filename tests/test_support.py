@@ -178,7 +178,7 @@ def test_calibrate_cli_stores_a_policy_that_search_uses(fresh_store: Path, tmp_p
     assert pol is not None and pol.semantic == "lsa" and pol.n_questions == {"answerable": 6, "negative": 6}
     assert pol.t_refuse <= pol.t_answer
     api._policies.clear()
-    out = api.search("How does a group lockbox work in group lockout?", fresh_store, k=3)
+    out = api.search("How does a group lockbox work in group lockout?", fresh_store, k=3, log=True)
     assert out["support"] is not None and out["support"]["policy"] == "bm25 + lsa on raw"
     assert out["decision"] in ("answer", "review", "refuse")
     assert all(r in out for r in ("question", "method", "text_version", "decision", "reasons", "results"))

@@ -92,10 +92,11 @@ def search(
     version: str = "raw",
     filters: Filters | None = None,
     answer: bool = True,
+    log: bool = False,
 ) -> dict[str, Any]:
     """Ranked source pages with provenance, a support decision (spec §5) and, unless
-    the decision is refuse, quoted supporting sentences with citations (logged to
-    ``<store>/answers.jsonl``, apart from retrieval)."""
+    the decision is refuse, quoted supporting sentences with citations (appended to
+    ``<store>/answers.jsonl``, apart from retrieval, when ``log`` is set)."""
     if not question.strip():
         raise ValueError("the question is empty")
     s = searcher(store, version)
@@ -161,7 +162,8 @@ def search(
     if answer:
         df, n = index_df(s)
         ans = extract_answer(question, results, decision.decision, term_weights(sorted(terms), df, n))
-        log_answer(s.store.path, question, ranking.method, decision.decision, ans)
+        if log:
+            log_answer(s.store.path, question, ranking.method, decision.decision, ans)
         out["answer"] = ans
     return out
 

@@ -326,7 +326,9 @@ def search(
     if not 1 <= k <= 100:
         _fail(f"-k must be between 1 and 100, got {k}")
     try:
-        res = run(question, store, method=method, k=k, version=version, filters=filters_from_pairs(filter_))
+        res = run(
+            question, store, method=method, k=k, version=version, filters=filters_from_pairs(filter_), log=True
+        )
     except (StoreError, ValueError, RuntimeError) as e:
         _fail(str(e))
     if as_json:
