@@ -287,8 +287,12 @@ def test_schema_1_store_is_migrated_with_contents_flags(fresh_store: Path) -> No
     db.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
     db.commit()
     db.close()
+    from sourcepage.corpus.audit import refresh_contents_flags
+
     st = Store(fresh_store)
     assert st.get_meta("schema_version") == SCHEMA_VERSION == 2
+    assert refresh_contents_flags(st) == 1  # what the next ingest does first
+    assert refresh_contents_flags(st) == 0  # once
     flags = {(r["doc_id"], r["page_no"]): r["contents_page"] for r in st.page_rows()}
     assert flags[("loto_energy_control", 1)] == 1
     assert sum(flags.values()) == 1

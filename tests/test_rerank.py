@@ -9,7 +9,7 @@ import pytest
 
 from sourcepage.retrieval import dense
 from sourcepage.retrieval.methods import Method, parse_method
-from sourcepage.retrieval.rerank import RERANK_DEPTH, page_chunks, rerank, split_sentences
+from sourcepage.retrieval.rerank import RERANK_DEPTH, rerank, split_sentences
 from sourcepage.retrieval.search import Searcher
 from sourcepage.support.answer import sentences
 
@@ -57,7 +57,7 @@ def test_same_pages_reordered_by_sentence_similarity(safety_store: Path, base: s
     enc = dense.MODELS["e5-small"]
     q = enc.query(OXYGEN).astype(np.float64)
     for h in r.hits[:n]:
-        chunks = page_chunks(s.store, "raw", h.page_id)
+        chunks = s.store.page_chunks("raw", h.page_id)
         units = [(c, x) for c, t in chunks for x in split_sentences(t) or [" ".join(t.split())]]
         cos = enc.passages([x for _, x in units]).astype(np.float64) @ q
         assert h.score == pytest.approx(float(cos.max()), abs=1e-5)

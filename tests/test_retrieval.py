@@ -17,7 +17,6 @@ from sourcepage.retrieval import bm25, lsa
 from sourcepage.retrieval import index as index_mod
 from sourcepage.retrieval.fusion import rrf
 from sourcepage.retrieval.index import (
-    IndexSettings,
     _chunk_table,
     build_index,
     current_build,
@@ -27,6 +26,7 @@ from sourcepage.retrieval.index import (
 from sourcepage.retrieval.methods import parse_method, parse_methods
 from sourcepage.retrieval.pages import collapse
 from sourcepage.retrieval.search import Searcher
+from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
 from sourcepage.store.db import Store
 from sourcepage.text.chunk import ChunkConfig

@@ -20,7 +20,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sourcepage.corpus.audit import audit_page
+from sourcepage.corpus.audit import audit_page, refresh_contents_flags
 from sourcepage.corpus.extract import ENGINES, Extracted, ExtractionError
 from sourcepage.corpus.manifest import read_manifest
 from sourcepage.corpus.textfiles import extract_document
@@ -84,6 +84,7 @@ def ingest(
         "ingest", {"corpus": str(corpus), "engine": engine, "settings": settings.as_dict(), "force": force}
     )
     try:
+        refresh_contents_flags(st)
         with st.transaction() as conn:
             for w in manifest.warnings:
                 report.warnings.append(str(w))
@@ -111,15 +112,11 @@ def ingest(
         with st.transaction() as conn:
             for doc_id, row in rows.items():
                 if doc_id not in listed and row["status"] == "ok":
-                    conn.execute("UPDATE documents SET status='removed' WHERE doc_id=?", (doc_id,))
+                    st.mark_removed(conn, doc_id)
                     report.removed.append(doc_id)
             st.set_meta("text_settings", settings.as_dict(), conn)
         for v in ("raw", "cleaned", "enriched"):
-            report.chunks[v] = st.conn.execute(
-                "SELECT count(*) FROM chunks c JOIN documents d ON d.doc_id=c.doc_id AND"
-                " d.status='ok' WHERE c.version=?",
-                (v,),
-            ).fetchone()[0]
+            report.chunks[v] = st.chunk_count(v)
         for names in (report.extracted, report.rebuilt, report.unchanged, report.removed):
             names.sort()  # completion order of parallel workers is not deterministic
         report.wall_seconds = time.perf_counter() - t_start
@@ -143,8 +140,7 @@ def _rebuild(st: Store, doc: Document, settings: TextSettings) -> None:
     cleaned, chunks = build_versions(doc, raw, settings)
     with st.transaction() as conn:
         st.update_metadata(conn, doc)
-        for i, text in enumerate(cleaned, 1):
-            conn.execute("UPDATE pages SET cleaned=? WHERE doc_id=? AND page_no=?", (text, doc.doc_id, i))
+        st.set_cleaned(conn, doc.doc_id, cleaned)
         st.write_chunks(conn, doc.doc_id, chunks)
 
 

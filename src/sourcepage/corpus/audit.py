@@ -11,6 +11,7 @@ import re
 
 from sourcepage.corpus.extract import PageLayout
 from sourcepage.records import PageAudit
+from sourcepage.store.db import Store
 
 _TOKEN = re.compile(r"\S+")
 
@@ -63,3 +64,14 @@ def audit_page(text: str, layout: PageLayout) -> PageAudit:
         spacing_artifact=spacing_artifact(text),
         contents_page=contents_page(text),
     )
+
+
+def refresh_contents_flags(store: Store) -> int:
+    """Compute the contents-page flag of every stored page when a store migration left it
+    pending (schema 1 → 2); returns how many pages were flagged."""
+    rows = store.pages_needing_contents_flag()
+    if not rows:
+        return 0
+    flags = [(int(contents_page(raw)), d, n) for d, n, raw in rows]
+    store.set_contents_flags(flags)
+    return sum(f for f, _, _ in flags)

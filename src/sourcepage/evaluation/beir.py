@@ -52,7 +52,7 @@ from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
 from sourcepage.evaluation.experiment import package_versions
 from sourcepage.records import TEXT_VERSIONS
-from sourcepage.retrieval.index import IndexSettings
+from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher
 from sourcepage.store.db import Store

@@ -9,10 +9,18 @@ selectable. Scores are float64 so that parity holds.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import bm25s
 import numpy as np
+
+from sourcepage.retrieval.tokenize import tokenize
+
+if TYPE_CHECKING:
+    from sourcepage.retrieval.methods import Method
+    from sourcepage.retrieval.settings import BuildContext, IndexSettings
 
 VARIANTS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 
@@ -47,3 +55,39 @@ def save(model: bm25s.BM25, folder: Path) -> None:
 
 def load(folder: Path) -> bm25s.BM25:
     return bm25s.BM25.load(str(folder))
+
+
+class Bm25Method:
+    """The registered method ``bm25`` (``retrieval.methods``)."""
+
+    kind = "bm25"
+    grammar = "bm25"
+    default_arg = ""
+    summary = "Okapi BM25 over chunk tokens (bm25s)"
+
+    def parse_arg(self, arg: str) -> str:
+        if arg:
+            raise ValueError(f"bm25 takes no argument, got 'bm25:{arg}'")
+        return ""
+
+    def examples(self) -> list[str]:
+        return ["bm25"]
+
+    def settings(self, method: Method, settings: IndexSettings) -> dict[str, Any]:
+        return {"tokenizer": asdict(settings.tokenizer), "k1": settings.k1, "b": settings.b,
+                "variant": settings.bm25_variant}
+
+    def build(
+        self, method: Method, texts: list[str], folder: Path, settings: IndexSettings, ctx: BuildContext
+    ) -> None:
+        tokens = [tokenize(t, settings.tokenizer) for t in texts]
+        save(build(tokens, settings.k1, settings.b, settings.bm25_variant), folder)
+
+    def load(self, method: Method, folder: Path, settings: IndexSettings) -> bm25s.BM25:
+        return load(folder)
+
+    def scores(self, method: Method, model: bm25s.BM25, query: str, settings: IndexSettings) -> np.ndarray:
+        return scores(model, tokenize(query, settings.tokenizer))
+
+
+METHOD = Bm25Method()

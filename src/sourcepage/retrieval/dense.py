@@ -146,3 +146,54 @@ def embed_passages(
 def scores(vectors: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
     """Cosine similarity (vectors are normalised) of every chunk with the query."""
     return vectors.astype(np.float64) @ query_vector.astype(np.float64)
+
+
+#: the model that ``dense`` without a model name means
+DEFAULT_DENSE = "minilm"
+
+
+class DenseMethod:
+    """The registered method ``dense[:model]`` (``retrieval.methods``): normalised chunk
+    embeddings of a packaged model, cosine; the default model's name stays ``dense``."""
+
+    kind = "dense"
+    grammar = "dense[:model]"
+    summary = "cosine of packaged sentence embeddings (minilm, e5-small)"
+    default_arg = DEFAULT_DENSE
+
+    def parse_arg(self, arg: str) -> str:
+        model = arg or DEFAULT_DENSE
+        if model not in MODELS:
+            raise ValueError(f"unknown dense model {model!r}; known: {', '.join(sorted(MODELS))}")
+        return model
+
+    def examples(self) -> list[str]:
+        from sourcepage.retrieval.methods import packages_installed
+
+        return [
+            "dense" if name == DEFAULT_DENSE else f"dense:{name}"
+            for name, enc in MODELS.items()
+            if packages_installed(enc.packages)
+        ]
+
+    def encoder(self, method: Method) -> Encoder:
+        return MODELS[method.model]
+
+    def settings(self, method: Method, settings: IndexSettings) -> dict[str, Any]:
+        enc = self.encoder(method)
+        return {"model": enc.name, "description": enc.description, "dim": enc.dim, "max_tokens": enc.max_tokens}
+
+    def build(
+        self, method: Method, texts: list[str], folder: Path, settings: IndexSettings, ctx: BuildContext
+    ) -> None:
+        vectors = embed_passages(self.encoder(method), texts, ctx.cache_get, ctx.cache_put, ctx.progress)
+        np.save(folder / "embeddings.npy", vectors)
+
+    def load(self, method: Method, folder: Path, settings: IndexSettings) -> np.ndarray:
+        return np.load(folder / "embeddings.npy")
+
+    def scores(self, method: Method, model: np.ndarray, query: str, settings: IndexSettings) -> np.ndarray:
+        return scores(model, self.encoder(method).query(query))
+
+
+METHOD = DenseMethod()

@@ -10,8 +10,13 @@ that ranked the page best (the first such method on equal ranks).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from sourcepage.records import Hit
+
+if TYPE_CHECKING:
+    from sourcepage.retrieval.methods import Method
+    from sourcepage.retrieval.search import Searcher
 
 RRF_K = 60
 
@@ -38,3 +43,26 @@ def rrf(
     # rounding makes sums of the same reciprocals in another order compare equal
     pages = sorted(score, key=lambda p: (-round(score[p], 12), page_order.get(p, 1 << 30), p))
     return [Hit(rank=r, page_id=p, score=score[p], chunk_id=best[p][2]) for r, p in enumerate(pages, 1)]
+
+
+class RrfMethod:
+    """The registered stage ``rrf:<a>+<b>[+<c>]``: RRF of the base methods' page rankings,
+    each cut at the searcher's ``rrf_depth`` (None: all), k = the searcher's ``rrf_k``."""
+
+    kind = "rrf"
+    grammar = "rrf:<a>+<b>[+<c>]"
+    summary = "reciprocal rank fusion of base methods' page ranks (k = 60)"
+    arity = "many"
+
+    def examples(self, bases: Sequence[str]) -> list[str]:
+        return ["rrf:bm25+lsa"] + (["rrf:bm25+dense"] if "dense" in bases else [])
+
+    def rank(
+        self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
+    ) -> list[Hit]:
+        parts = [searcher.ranked(p, query, searcher.rrf_depth, filters) for p in method.parts]
+        hits = rrf(parts, searcher.index(method.parts[0]).page_order, searcher.rrf_k)
+        return hits[:k] if k else hits
+
+
+METHOD = RrfMethod()

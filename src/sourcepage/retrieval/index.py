@@ -18,56 +18,20 @@ import json
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from sourcepage.records import parse_page_id
-from sourcepage.retrieval import bm25, dense, lsa
 from sourcepage.retrieval.methods import Method
-from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
+from sourcepage.retrieval.settings import BuildContext, IndexSettings
 from sourcepage.store.db import Store
 from sourcepage.store.files import write_json, write_text
 
 INDEX_FORMAT = 1
-
-
-@dataclass(frozen=True)
-class IndexSettings:
-    """Parameters that decide an index's content (recorded in params.json)."""
-
-    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
-    k1: float = 1.5
-    b: float = 0.75
-    bm25_variant: str = "robertson"
-    lsa_dims: int = 256
-    seed: int = 42
-
-    def for_method(self, method: Method) -> dict[str, Any]:
-        """The subset of settings that matters to ``method``."""
-        if method.kind == "bm25":
-            return {
-                "tokenizer": asdict(self.tokenizer),
-                "k1": self.k1,
-                "b": self.b,
-                "variant": self.bm25_variant,
-            }
-        if method.kind == "lsa":
-            return {
-                "tokenizer": asdict(self.tokenizer),
-                "dims": self.lsa_dims,
-                "seed": self.seed,
-                "ngram_range": [1, 2],
-            }
-        enc = dense.MODELS[method.model]
-        return {
-            "model": enc.name,
-            "description": enc.description,
-            "dim": enc.dim,
-            "max_tokens": enc.max_tokens,
-        }
 
 
 @dataclass
@@ -83,15 +47,16 @@ class LoadedIndex:
     chunk_docs: np.ndarray  # chunk → index into doc_ids
     doc_ids: list[str]
     model: Any
-    tokenizer: TokenizerConfig
+    settings: IndexSettings
 
     def scores(self, query: str) -> np.ndarray:
         """Chunk-level scores for ``query``."""
-        if self.method.kind == "bm25":
-            return bm25.scores(self.model, tokenize(query, self.tokenizer))
-        if self.method.kind == "lsa":
-            return lsa.scores(self.model, query)
-        return dense.scores(self.model, dense.MODELS[self.method.model].query(query))
+        return self.method.spec.scores(self.method, self.model, query, self.settings)  # type: ignore[union-attr]
+
+    @cached_property
+    def page_order(self) -> dict[str, int]:
+        """page id → position in natural page order (the tie-break everywhere)."""
+        return {p: i for i, p in enumerate(self.page_ids)}
 
 
 def index_dir(store: Store, version: str, method: Method) -> Path:
@@ -116,8 +81,8 @@ def build_index(
     progress: Callable[[int, int], None] | None = None,
 ) -> Path:
     """Build and atomically publish the index of a base ``method`` on ``version``."""
-    if method.kind == "rrf":
-        raise ValueError("rrf has no index of its own; build its parts")
+    if not method.is_base:
+        raise ValueError(f"{method.name} has no index of its own; build its base methods")
     t0 = time.perf_counter()
     chunks = store.chunks(version)
     if not chunks:
@@ -128,25 +93,8 @@ def build_index(
     tmp = folder / f".{build_id}.tmp"
     tmp.mkdir(parents=True, exist_ok=False)
     try:
-        if method.kind == "bm25":
-            model = bm25.build(
-                [tokenize(t, settings.tokenizer) for t in texts],
-                settings.k1,
-                settings.b,
-                settings.bm25_variant,
-            )
-            bm25.save(model, tmp)
-        elif method.kind == "lsa":
-            model = lsa.build(
-                texts, lambda t: tokenize(t, settings.tokenizer), settings.lsa_dims, settings.seed
-            )
-            lsa.save(model, tmp)
-        else:
-            enc = dense.MODELS[method.model]
-            vectors = dense.embed_passages(
-                enc, texts, store.cached_embeddings, store.cache_embeddings, progress
-            )
-            np.save(tmp / "embeddings.npy", vectors)
+        ctx = BuildContext(store.cached_embeddings, store.cache_embeddings, progress)
+        method.spec.build(method, texts, tmp, settings, ctx)  # type: ignore[union-attr]
         write_json(tmp / "chunks.json", [c.chunk_id for c in chunks])
         params = {
             "format": INDEX_FORMAT,
@@ -202,13 +150,8 @@ def load_index(
         return None
     chunk_ids = json.loads((path / "chunks.json").read_text())
     pages, cp, docs, cd = _chunk_table(chunk_ids)
-    if method.kind == "bm25":
-        model: Any = bm25.load(path)
-    elif method.kind == "lsa":
-        model = lsa.load(path, lambda t: tokenize(t, settings.tokenizer))
-    else:
-        model = np.load(path / "embeddings.npy")
-    return LoadedIndex(method, version, params, chunk_ids, pages, cp, cd, docs, model, settings.tokenizer)
+    model = method.spec.load(method, path, settings)  # type: ignore[union-attr]
+    return LoadedIndex(method, version, params, chunk_ids, pages, cp, cd, docs, model, settings)
 
 
 def index_size_bytes(path: Path) -> int:

@@ -8,17 +8,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import TfidfVectorizer
+
+from sourcepage.retrieval.tokenize import tokenize
+
+if TYPE_CHECKING:
+    from sourcepage.retrieval.methods import Method
+    from sourcepage.retrieval.settings import BuildContext, IndexSettings
+
+# scikit-learn is imported inside the functions that need it, so that a process that
+# never touches LSA (a one-shot bm25 search) does not pay for importing it.
 
 
 @dataclass
 class LsaIndex:
-    vectorizer: TfidfVectorizer
+    vectorizer: Any  # a fitted sklearn TfidfVectorizer
     components: np.ndarray  # (dims, n_terms)
     vectors: np.ndarray  # (n_chunks, dims), L2-normalised
 
@@ -28,7 +36,9 @@ def _l2(x: np.ndarray) -> np.ndarray:
     return x / np.where(norm == 0, 1.0, norm)
 
 
-def _vectorizer(tokenizer: Callable[[str], list[str]]) -> TfidfVectorizer:
+def _vectorizer(tokenizer: Callable[[str], list[str]]) -> Any:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
     return TfidfVectorizer(
         tokenizer=tokenizer, lowercase=False, token_pattern=None, ngram_range=(1, 2), dtype=np.float64
     )
@@ -38,6 +48,8 @@ def build(
     texts: list[str], tokenizer: Callable[[str], list[str]], dims: int = 256, seed: int = 42
 ) -> LsaIndex:
     """Fit TF-IDF and SVD on ``texts``; dims shrink when the corpus is too small."""
+    from sklearn.decomposition import TruncatedSVD
+
     vec = _vectorizer(tokenizer)
     x = vec.fit_transform(texts)
     k = max(1, min(dims, x.shape[0] - 1, x.shape[1] - 1))
@@ -66,3 +78,38 @@ def load(folder: Path, tokenizer: Callable[[str], list[str]]) -> LsaIndex:
     vec.vocabulary_ = json.loads((folder / "lsa_vocab.json").read_text())
     vec.idf_ = np.load(folder / "lsa_idf.npy")
     return LsaIndex(vec, np.load(folder / "lsa_components.npy"), np.load(folder / "lsa_vectors.npy"))
+
+
+class LsaMethod:
+    """The registered method ``lsa`` (``retrieval.methods``)."""
+
+    kind = "lsa"
+    grammar = "lsa"
+    default_arg = ""
+    summary = "TF-IDF 1–2 grams → truncated SVD → cosine"
+
+    def parse_arg(self, arg: str) -> str:
+        if arg:
+            raise ValueError(f"lsa takes no argument, got 'lsa:{arg}'")
+        return ""
+
+    def examples(self) -> list[str]:
+        return ["lsa"]
+
+    def settings(self, method: Method, settings: IndexSettings) -> dict[str, Any]:
+        return {"tokenizer": asdict(settings.tokenizer), "dims": settings.lsa_dims, "seed": settings.seed,
+                "ngram_range": [1, 2]}
+
+    def build(
+        self, method: Method, texts: list[str], folder: Path, settings: IndexSettings, ctx: BuildContext
+    ) -> None:
+        save(build(texts, lambda t: tokenize(t, settings.tokenizer), settings.lsa_dims, settings.seed), folder)
+
+    def load(self, method: Method, folder: Path, settings: IndexSettings) -> LsaIndex:
+        return load(folder, lambda t: tokenize(t, settings.tokenizer))
+
+    def scores(self, method: Method, model: LsaIndex, query: str, settings: IndexSettings) -> np.ndarray:
+        return scores(model, query)
+
+
+METHOD = LsaMethod()

@@ -1,100 +1,210 @@
-"""Method names (benchmark-format.md §4), parsed in this one place.
+"""The method registry: every retrieval method and second stage declares itself once.
 
-``bm25`` · ``lsa`` · ``dense`` (the default model, ``minilm``) or ``dense:<model>``
-· ``rrf:<a>+<b>[+<c>]`` (reciprocal rank fusion of the named methods' page ranks)
-· ``rerank:<base>`` (the base method's top pages reranked by question–sentence cosine
-with e5-small; ``retrieval.rerank``), where ``<base>`` is any of the forms above.
+A method name (benchmark-format.md §4) is ``<kind>[:<arg>]``. Two sorts of method:
+
+* a **base method** (``bm25``, ``lsa``, ``dense[:model]``) has an index of its own: it says
+  how the index is built from a text version's chunks, saved, loaded and scored
+  (``BaseMethod``);
+* a **stage** composes registered methods by name: ``rrf:<a>+<b>[+<c>]`` fuses base
+  methods, ``rerank:<base>`` and ``rerank-chunk:<base>`` reorder a base's top pages
+  (``StageMethod``); it ranks through the ``Searcher`` it is given.
+
+Adding a method is one new module that defines an object with these attributes, plus one
+line in ``_BUILTIN`` (or a call to ``register``). Modules are imported only when a method of
+theirs is used, so ``bm25`` never imports scikit-learn or torch. The CLI, the API, the web
+page, ``eval`` and ``calibrate`` list methods with ``available_methods`` and parse them with
+``parse_method``: nothing else knows the kinds.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-BASE_KINDS = ("bm25", "lsa", "dense")
-DEFAULT_DENSE = "minilm"
+import numpy as np
+
+if TYPE_CHECKING:
+    from sourcepage.records import Hit
+    from sourcepage.retrieval.search import Searcher
+    from sourcepage.retrieval.settings import BuildContext, IndexSettings
 
 
 @dataclass(frozen=True)
 class Method:
-    """A parsed method: a base retriever, or a fusion of base methods."""
+    """A parsed method name: a kind, its argument (e.g. a dense model) and, for a stage,
+    the methods it composes."""
 
-    kind: str  # bm25 | lsa | dense | rrf | rerank
-    model: str = ""  # dense model name
+    kind: str
+    model: str = ""  # the argument of a base method (a dense model name), canonical
     parts: tuple[Method, ...] = ()
 
     @property
+    def spec(self) -> BaseMethod | StageMethod:
+        return spec(self.kind)
+
+    @property
+    def is_base(self) -> bool:
+        return not self.parts
+
+    @property
     def name(self) -> str:
-        """The canonical name; ``dense`` stays ``dense`` for the default model."""
-        if self.kind == "rrf":
-            return "rrf:" + "+".join(p.name for p in self.parts)
-        if self.kind == "rerank":
-            return "rerank:" + self.parts[0].name
-        if self.kind == "dense" and self.model != DEFAULT_DENSE:
-            return f"dense:{self.model}"
-        return self.kind
+        """The canonical name (``dense`` stays ``dense`` for the default model)."""
+        if self.parts:
+            return f"{self.kind}:" + "+".join(p.name for p in self.parts)
+        default = getattr(self.spec, "default_arg", "")
+        return f"{self.kind}:{self.model}" if self.model and self.model != default else self.kind
 
     @property
     def index_key(self) -> str:
         """The folder name of this base method's index."""
-        return f"dense-{self.model}" if self.kind == "dense" else self.kind
+        return f"{self.kind}-{self.model}" if self.model else self.kind
 
     def bases(self) -> tuple[Method, ...]:
-        """The base methods this method needs indexes for."""
-        if self.kind == "rerank":
-            return self.parts[0].bases()
-        return self.parts if self.kind == "rrf" else (self,)
+        """The base methods whose indexes this method needs, in order, without repeats."""
+        if self.is_base:
+            return (self,)
+        return tuple(dict.fromkeys(b for p in self.parts for b in p.bases()))
+
+    def needs(self) -> tuple[Method, ...]:
+        """Every base index this method reads, its second stage's own included."""
+        extra = getattr(self.spec, "needs", lambda m: ())(self) if not self.is_base else ()
+        return tuple(dict.fromkeys((*self.bases(), *extra)))
+
+
+class BaseMethod(Protocol):
+    """A retrieval method with an index of its own over one text version's chunks."""
+
+    kind: str
+    grammar: str  # e.g. "dense[:model]"
+    summary: str
+    default_arg: str  # the argument a bare kind means ("minilm" for dense); the name omits it
+
+    def parse_arg(self, arg: str) -> str:
+        """The canonical argument ('' for none); ValueError names what is allowed."""
+
+    def examples(self) -> list[str]:
+        """Names of this kind that run on this installation."""
+
+    def settings(self, method: Method, settings: IndexSettings) -> dict[str, Any]:
+        """The settings that decide this index's content (recorded in params.json)."""
+
+    def build(
+        self, method: Method, texts: list[str], folder: Path, settings: IndexSettings, ctx: BuildContext
+    ) -> None:
+        """Build the index of ``texts`` (one per chunk, in chunk order) into ``folder``."""
+
+    def load(self, method: Method, folder: Path, settings: IndexSettings) -> Any:
+        """The saved index, ready to score."""
+
+    def scores(self, method: Method, model: Any, query: str, settings: IndexSettings) -> np.ndarray:
+        """One score per chunk; higher is better."""
+
+
+class StageMethod(Protocol):
+    """A method composed of registered methods (fusion, second stages)."""
+
+    kind: str
+    grammar: str
+    summary: str
+    arity: str  # "one": kind:<method>; "many": kind:<base>+<base>[+…]
+
+    def examples(self, bases: Sequence[str]) -> list[str]: ...
+
+    def rank(
+        self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
+    ) -> list[Hit]:
+        """Ranked pages (unique, rank 1..n) for ``query``."""
+
+
+# kind → ("module:attribute", grammar); the module is imported on first use
+_BUILTIN: dict[str, tuple[str, str]] = {
+    "bm25": ("sourcepage.retrieval.bm25:METHOD", "bm25"),
+    "lsa": ("sourcepage.retrieval.lsa:METHOD", "lsa"),
+    "dense": ("sourcepage.retrieval.dense:METHOD", "dense[:model]"),
+    "rrf": ("sourcepage.retrieval.fusion:METHOD", "rrf:<a>+<b>[+<c>]"),
+    "rerank": ("sourcepage.retrieval.rerank:METHOD", "rerank:<base>"),
+    "rerank-chunk": ("sourcepage.retrieval.chunkrerank:METHOD", "rerank-chunk:<base>"),
+}
+_LOADED: dict[str, BaseMethod | StageMethod] = {}
+
+
+def register(obj: BaseMethod | StageMethod) -> None:
+    """Register a method object under its ``kind`` (a plug-in's one call)."""
+    _LOADED[obj.kind] = obj
+    _BUILTIN.setdefault(obj.kind, ("", obj.grammar))
+
+
+def kinds() -> list[str]:
+    return list(_BUILTIN)
+
+
+def spec(kind: str) -> BaseMethod | StageMethod:
+    """The registered method object of ``kind``."""
+    if kind not in _LOADED:
+        if kind not in _BUILTIN:
+            raise ValueError(f"unknown method kind {kind!r}; use {method_grammar()}")
+        module, _, attr = _BUILTIN[kind][0].partition(":")
+        _LOADED[kind] = getattr(importlib.import_module(module), attr)
+    return _LOADED[kind]
+
+
+def _is_stage(obj: Any) -> bool:
+    return hasattr(obj, "arity")
 
 
 def parse_method(name: str) -> Method:
     """Parse a method name; ValueError says what forms are allowed."""
-    from sourcepage.retrieval.dense import MODELS
-
     name = name.strip()
-    if name.startswith("rerank:"):
-        base = parse_method(name[7:])
-        if base.kind == "rerank":
-            raise ValueError(f"{name!r}: rerank takes a base method, not another rerank")
-        return Method("rerank", parts=(base,))
-    if name.startswith("rrf:"):
-        parts = tuple(parse_method(p) for p in name[4:].split("+"))
-        if len(parts) < 2 or any(p.kind in ("rrf", "rerank") for p in parts):
-            raise ValueError(f"{name!r}: rrf needs two or more base methods, e.g. rrf:bm25+dense")
-        if len({p.name for p in parts}) != len(parts):
-            raise ValueError(f"{name!r}: a method appears twice in the fusion")
-        return Method("rrf", parts=parts)
-    kind, _, model = name.partition(":")
-    if kind == "dense":
-        model = model or DEFAULT_DENSE
-        if model not in MODELS:
-            raise ValueError(f"unknown dense model {model!r}; known: {', '.join(sorted(MODELS))}")
-        return Method("dense", model=model)
-    if kind in ("bm25", "lsa") and not model:
-        return Method(kind)
-    raise ValueError(
-        f"unknown method {name!r}; use bm25, lsa, dense, dense:<model>, rrf:<a>+<b>[+<c>], or rerank:<base>"
-    )
+    kind, _, arg = name.partition(":")
+    if kind not in _BUILTIN:
+        raise ValueError(f"unknown method {name!r}; use {method_grammar()}")
+    obj = spec(kind)
+    if not _is_stage(obj):
+        return Method(kind, model=obj.parse_arg(arg))  # type: ignore[union-attr]
+    if obj.arity == "one":  # type: ignore[union-attr]
+        base = parse_method(arg)
+        if not base.is_base and base.spec.arity == "one":  # type: ignore[union-attr]
+            raise ValueError(f"{name!r}: {kind} takes a base method or a fusion, not {base.kind}")
+        return Method(kind, parts=(base,))
+    parts = tuple(parse_method(p) for p in arg.split("+"))
+    if len(parts) < 2 or any(not p.is_base for p in parts):
+        raise ValueError(f"{name!r}: {kind} needs two or more base methods, e.g. {kind}:bm25+dense")
+    if len({p.name for p in parts}) != len(parts):
+        raise ValueError(f"{name!r}: a method appears twice in the fusion")
+    return Method(kind, parts=parts)
 
 
-def parse_methods(spec: str) -> list[Method]:
+def parse_methods(names: str) -> list[Method]:
     """A comma-separated list of method names."""
-    return [parse_method(s) for s in spec.split(",") if s.strip()]
+    return [parse_method(s) for s in names.split(",") if s.strip()]
 
 
-#: the method grammar in one line, for --help texts and error messages
-METHOD_GRAMMAR = "bm25, lsa, dense[:model], rrf:<a>+<b>[+<c>], rerank:<base>"
+def packages_installed(packages: Sequence[str]) -> bool:
+    return all(importlib.util.find_spec(p) for p in packages)
 
 
 def available_methods() -> list[str]:
-    """Example method names a user can run on this installation (models whose packages are
-    installed), for CLI help, the web page's method list, and calibrate/eval defaults."""
-    import importlib.util
+    """Method names that run on this installation (models whose packages are installed):
+    every base method, then each stage's examples over them. For CLI help, the web page's
+    method list, and calibrate/eval defaults."""
+    bases: list[str] = []
+    stages: list[StageMethod] = []
+    for kind in _BUILTIN:
+        obj = spec(kind)
+        if _is_stage(obj):
+            stages.append(obj)  # type: ignore[arg-type]
+        else:
+            bases += obj.examples()  # type: ignore[union-attr]
+    return bases + [n for st in stages for n in st.examples(bases)]
 
-    from sourcepage.retrieval.dense import MODELS
 
-    out = ["bm25", "lsa", "rrf:bm25+lsa"]
-    for name, enc in MODELS.items():
-        if all(importlib.util.find_spec(p) for p in getattr(enc, "packages", ())):
-            out.append("dense" if name == DEFAULT_DENSE else f"dense:{name}")
-    if "dense" in out:
-        out += ["rrf:bm25+dense", "rerank:bm25", "rerank:rrf:bm25+dense"]
-    return out
+def method_grammar() -> str:
+    """The method grammar in one line, for --help texts and error messages."""
+    return ", ".join(g for _, g in _BUILTIN.values())
+
+
+METHOD_GRAMMAR = method_grammar()

@@ -21,11 +21,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sourcepage.records import Hit, parse_page_id
+from sourcepage.records import Hit
 from sourcepage.store.db import Store
+
+if TYPE_CHECKING:
+    from sourcepage.retrieval.methods import Method
+    from sourcepage.retrieval.search import Searcher
 
 #: how many of the base method's top pages are rescored
 RERANK_DEPTH = 30
@@ -39,16 +44,6 @@ def split_sentences(text: str) -> list[str]:
     """Sentences of a passage (whitespace collapsed; bullets split), 30–600 characters."""
     flat = re.sub(r"\s+", " ", text).strip()
     return [s.strip() for s in _SENT.split(flat) if 30 <= len(s.strip()) <= 600]
-
-
-def page_chunks(store: Store, version: str, page: str) -> list[tuple[str, str]]:
-    """(chunk id, text) of the chunks credited to ``page`` in ``version``, in chunk order."""
-    doc_id, number = parse_page_id(page)
-    rows = store.conn.execute(
-        "SELECT chunk_id, text FROM chunks WHERE version=? AND doc_id=? AND page_no=? ORDER BY seq",
-        (version, doc_id, number),
-    ).fetchall()
-    return [(r[0], r[1]) for r in rows]
 
 
 def _units(chunks: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -77,7 +72,7 @@ def rerank(
     head, tail = list(base[:depth]), list(base[depth:])
     if not head:
         return list(base)
-    units = {h.page_id: _units(page_chunks(store, version, h.page_id)) for h in head}
+    units = {h.page_id: _units(store.page_chunks(version, h.page_id)) for h in head}
     texts = sorted({s for us in units.values() for _, s in us})
     enc = MODELS[model]
     vecs = embed_passages(enc, texts, store.cached_embeddings, store.cache_embeddings)
@@ -97,3 +92,27 @@ def rerank(
         for i, h in enumerate(tail, 1)
     ]
     return out
+
+
+class RerankMethod:
+    """The registered stage ``rerank:<base>`` (see the module docstring)."""
+
+    kind = "rerank"
+    grammar = "rerank:<base>"
+    summary = "the base's top 30 pages reordered by best question–sentence cosine (e5-small)"
+    arity = "one"
+
+    def examples(self, bases: Sequence[str]) -> list[str]:
+        if f"dense:{SENTENCE_MODEL}" not in bases:
+            return []
+        return ["rerank:bm25"] + (["rerank:rrf:bm25+dense"] if "dense" in bases else [])
+
+    def rank(
+        self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
+    ) -> list[Hit]:
+        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, RERANK_DEPTH), filters)
+        hits = rerank(searcher.store, searcher.version, query, base)
+        return hits[:k] if k else hits
+
+
+METHOD = RerankMethod()

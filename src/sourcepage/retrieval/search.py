@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from sourcepage.records import Document, Hit, Ranking, parse_page_id
+from sourcepage.records import Document, Hit, Ranking
 from sourcepage.retrieval.filters import Filters, check_filters, matches
-from sourcepage.retrieval.fusion import RRF_K, rrf
-from sourcepage.retrieval.index import IndexSettings, LoadedIndex, build_index, load_index
+from sourcepage.retrieval.fusion import RRF_K
+from sourcepage.retrieval.index import LoadedIndex, build_index, load_index
 from sourcepage.retrieval.methods import Method, parse_method
 from sourcepage.retrieval.pages import collapse
-from sourcepage.retrieval.rerank import RERANK_DEPTH, rerank
+from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import Store
 
 
@@ -78,9 +78,13 @@ class Searcher:
         )
         return ok[idx.chunk_docs]
 
-    def _base(
-        self, method: Method, query: str, filters: dict[str, list[str]], depth: int | None
+    def ranked(
+        self, method: Method, query: str, depth: int | None, filters: dict[str, list[str]]
     ) -> list[Hit]:
+        """Ranked pages of any registered method (filters already checked): a base
+        method collapses its chunk scores; a stage ranks through this searcher."""
+        if not method.is_base:
+            return method.spec.rank(self, method, query, depth, filters)  # type: ignore[union-attr]
         idx = self.index(method)
         return collapse(
             idx.scores(query), idx.chunk_pages, idx.page_ids, idx.chunk_ids, self._mask(idx, filters), depth
@@ -92,25 +96,7 @@ class Searcher:
         """Ranked unique pages for ``query``; ``k=None`` ranks every candidate page."""
         m = parse_method(method) if isinstance(method, str) else method
         f = check_filters(filters, list(self.documents.values()))
-        if m.kind == "rrf":
-            parts = [self._base(p, query, f, self.rrf_depth) for p in m.parts]
-            idx = self.index(m.parts[0])
-            order = {p: i for i, p in enumerate(idx.page_ids)}
-            hits = rrf(parts, order, self.rrf_k)
-            hits = hits[:k] if k else hits
-        elif m.kind == "rerank":
-            base = self.rank(query, m.parts[0], None if k is None else max(k, RERANK_DEPTH), filters)
-            hits = rerank(self.store, self.version, query, base.hits)
-            hits = hits[:k] if k else hits
-        else:
-            hits = self._base(m, query, f, k)
-        return Ranking(method=m.name, text_version=self.version, hits=tuple(hits))
+        return Ranking(method=m.name, text_version=self.version, hits=tuple(self.ranked(m, query, k, f)))
 
     def passage(self, chunk_id: str) -> str:
-        row = self.store.conn.execute(
-            "SELECT text FROM chunks WHERE version=? AND chunk_id=?", (self.version, chunk_id)
-        ).fetchone()
-        return row[0] if row else ""
-
-    def document(self, page: str) -> Document:
-        return self.documents[parse_page_id(page)[0]]
+        return self.store.chunk_text(self.version, chunk_id)

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sourcepage.records import TEXT_VERSIONS, Chunk, Document, PageAudit
+from sourcepage.records import TEXT_VERSIONS, Chunk, Document, PageAudit, parse_page_id
 
 SCHEMA_VERSION = 2
 DB_NAME = "store.sqlite"
@@ -57,15 +57,12 @@ CREATE TABLE IF NOT EXISTS embeddings (
 
 
 def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
-    """Schema 2 adds the contents-page audit flag, computed from the stored raw text."""
-    from sourcepage.corpus.audit import contents_page
-
+    """Schema 2 adds the contents-page audit flag. The store does not know how to detect a
+    contents page (that is the audit's, a later stage), so the migration marks the flags
+    as pending and the next ``ingest`` computes them from the stored raw text
+    (``Store.pages_needing_contents_flag``)."""
     conn.execute("ALTER TABLE pages ADD COLUMN contents_page INTEGER NOT NULL DEFAULT 0")
-    rows = conn.execute("SELECT doc_id, page_no, raw FROM pages").fetchall()
-    conn.executemany(
-        "UPDATE pages SET contents_page=? WHERE doc_id=? AND page_no=?",
-        [(int(contents_page(raw)), d, n) for d, n, raw in rows],
-    )
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('contents_flag_pending', '1')")
 
 
 #: migrations[n] upgrades a schema-n store to n+1, inside one transaction.
@@ -298,9 +295,36 @@ class Store:
             ),
         )
 
-    def remove_document(self, conn: sqlite3.Connection, doc_id: str) -> None:
-        for table in ("pages", "chunks", "documents"):
-            conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
+    def mark_removed(self, conn: sqlite3.Connection, doc_id: str) -> None:
+        conn.execute("UPDATE documents SET status='removed' WHERE doc_id=?", (doc_id,))
+
+    def set_cleaned(self, conn: sqlite3.Connection, doc_id: str, cleaned: list[str]) -> None:
+        """Replace the cleaned text of a document's pages (page i+1 ← cleaned[i])."""
+        conn.executemany(
+            "UPDATE pages SET cleaned=? WHERE doc_id=? AND page_no=?",
+            [(text, doc_id, i) for i, text in enumerate(cleaned, 1)],
+        )
+
+    def chunk_count(self, version: str) -> int:
+        """Chunks of a text version over the good documents."""
+        return self.conn.execute(
+            "SELECT count(*) FROM chunks c JOIN documents d ON d.doc_id=c.doc_id AND"
+            " d.status='ok' WHERE c.version=?",
+            (version,),
+        ).fetchone()[0]
+
+    def pages_needing_contents_flag(self) -> list[tuple[str, int, str]]:
+        """(doc_id, page_no, raw) of every page when a migration left the contents-page flag
+        to compute, else []."""
+        if not self.conn.execute("SELECT 1 FROM meta WHERE key='contents_flag_pending'").fetchone():
+            return []
+        return self.conn.execute("SELECT doc_id, page_no, raw FROM pages").fetchall()
+
+    def set_contents_flags(self, flags: list[tuple[int, str, int]]) -> None:
+        """Write (flag, doc_id, page_no) rows and clear the pending mark, in one transaction."""
+        with self.conn:
+            self.conn.executemany("UPDATE pages SET contents_page=? WHERE doc_id=? AND page_no=?", flags)
+            self.conn.execute("DELETE FROM meta WHERE key='contents_flag_pending'")
 
     def history(self, doc_id: str) -> list[dict[str, Any]]:
         cur = self.conn.execute(
@@ -320,6 +344,22 @@ class Store:
             (version,),
         ).fetchall()
         return [Chunk(r[0], r[1], r[2], tuple(tuple(s) for s in json.loads(r[3])), r[4]) for r in rows]
+
+    def chunk_text(self, version: str, chunk_id: str) -> str:
+        """The text of one chunk ('' when the version has no such chunk)."""
+        row = self.conn.execute(
+            "SELECT text FROM chunks WHERE version=? AND chunk_id=?", (version, chunk_id)
+        ).fetchone()
+        return row[0] if row else ""
+
+    def page_chunks(self, version: str, page: str) -> list[tuple[str, str]]:
+        """(chunk id, text) of the chunks credited to ``page`` in ``version``, in chunk order."""
+        doc_id, number = parse_page_id(page)
+        rows = self.conn.execute(
+            "SELECT chunk_id, text FROM chunks WHERE version=? AND doc_id=? AND page_no=? ORDER BY seq",
+            (version, doc_id, number),
+        ).fetchall()
+        return [(r[0], r[1]) for r in rows]
 
     def chunk_fingerprint(self, version: str) -> str:
         """SHA-256 over the chunk ids and texts of a version: an index built from other
