@@ -52,9 +52,9 @@ from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
 from sourcepage.evaluation.experiment import package_versions
 from sourcepage.records import TEXT_VERSIONS
-from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher
+from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import Store
 from sourcepage.store.files import atomic_open, write_json, write_jsonl, write_text
 from sourcepage.text.versions import TextSettings

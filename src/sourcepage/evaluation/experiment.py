@@ -30,9 +30,9 @@ from sourcepage.evaluation.questions import read_questions
 from sourcepage.evaluation.runs import write_trec_qrels, write_trec_run
 from sourcepage.ingest import ingest
 from sourcepage.records import TEXT_VERSIONS, Question
-from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher
+from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.retrieval.tokenize import TokenizerConfig
 from sourcepage.store.db import Store
 from sourcepage.store.files import write_json, write_jsonl

@@ -74,8 +74,12 @@ class Bm25Method:
         return ["bm25"]
 
     def settings(self, method: Method, settings: IndexSettings) -> dict[str, Any]:
-        return {"tokenizer": asdict(settings.tokenizer), "k1": settings.k1, "b": settings.b,
-                "variant": settings.bm25_variant}
+        return {
+            "tokenizer": asdict(settings.tokenizer),
+            "k1": settings.k1,
+            "b": settings.b,
+            "variant": settings.bm25_variant,
+        }
 
     def build(
         self, method: Method, texts: list[str], folder: Path, settings: IndexSettings, ctx: BuildContext

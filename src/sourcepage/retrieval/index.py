@@ -32,6 +32,7 @@ from sourcepage.store.db import Store
 from sourcepage.store.files import write_json, write_text
 
 INDEX_FORMAT = 1
+DEFAULT_SETTINGS = IndexSettings()
 
 
 @dataclass
@@ -77,7 +78,7 @@ def build_index(
     store: Store,
     version: str,
     method: Method,
-    settings: IndexSettings = IndexSettings(),
+    settings: IndexSettings = DEFAULT_SETTINGS,
     progress: Callable[[int, int], None] | None = None,
 ) -> Path:
     """Build and atomically publish the index of a base ``method`` on ``version``."""
@@ -134,7 +135,7 @@ def load_index(
     store: Store,
     version: str,
     method: Method,
-    settings: IndexSettings = IndexSettings(),
+    settings: IndexSettings = DEFAULT_SETTINGS,
     fingerprint: str | None = None,
 ) -> LoadedIndex | None:
     """The current index, or None if there is none or it no longer matches the store's

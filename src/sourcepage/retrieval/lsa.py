@@ -97,13 +97,19 @@ class LsaMethod:
         return ["lsa"]
 
     def settings(self, method: Method, settings: IndexSettings) -> dict[str, Any]:
-        return {"tokenizer": asdict(settings.tokenizer), "dims": settings.lsa_dims, "seed": settings.seed,
-                "ngram_range": [1, 2]}
+        return {
+            "tokenizer": asdict(settings.tokenizer),
+            "dims": settings.lsa_dims,
+            "seed": settings.seed,
+            "ngram_range": [1, 2],
+        }
 
     def build(
         self, method: Method, texts: list[str], folder: Path, settings: IndexSettings, ctx: BuildContext
     ) -> None:
-        save(build(texts, lambda t: tokenize(t, settings.tokenizer), settings.lsa_dims, settings.seed), folder)
+        save(
+            build(texts, lambda t: tokenize(t, settings.tokenizer), settings.lsa_dims, settings.seed), folder
+        )
 
     def load(self, method: Method, folder: Path, settings: IndexSettings) -> LsaIndex:
         return load(folder, lambda t: tokenize(t, settings.tokenizer))
