@@ -9,9 +9,9 @@ import pytest
 
 from sourcepage.retrieval import dense
 from sourcepage.retrieval.methods import Method, parse_method
-from sourcepage.retrieval.rerank import RERANK_DEPTH, rerank, split_sentences
+from sourcepage.retrieval.rerank import RERANK_DEPTH, rerank
 from sourcepage.retrieval.search import Searcher
-from sourcepage.support.answer import sentences
+from sourcepage.text.sentences import split_sentences
 
 # bm25 puts confined_space_entry p1 (the definition: "tanks", "entry") first; the
 # answer, "19.5 to 23.5 percent oxygen", is one sentence of p3.
@@ -38,7 +38,11 @@ def test_name_canonical_and_errors() -> None:
 
 
 def test_one_sentence_splitter() -> None:
-    assert sentences is split_sentences
+    """The reranker, the features and the quotes split with the one function of text/."""
+    import sourcepage.retrieval.rerank as rr
+    import sourcepage.support.answer as ans
+
+    assert rr.split_sentences is split_sentences and ans.split_sentences is split_sentences
 
 
 @pytest.mark.parametrize("base", ["bm25", "rrf:bm25+dense"])

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from sourcepage import api
 from sourcepage.cli import app
 from sourcepage.records import Document, Hit
-from sourcepage.support.answer import extract_answer, sentences
+from sourcepage.support.answer import extract_answer
 from sourcepage.support.calibrate import (
     Classifier,
     load_policy,
@@ -23,6 +23,7 @@ from sourcepage.support.calibrate import (
 )
 from sourcepage.support.decide import Calibration, decide
 from sourcepage.support.features import FEATURES, features
+from sourcepage.text.sentences import split_sentences as sentences
 
 
 def _doc(doc_id: str, jurisdiction: str = "US") -> Document:
@@ -177,7 +178,6 @@ def test_calibrate_cli_stores_a_policy_that_search_uses(fresh_store: Path, tmp_p
     pol = load_policy(fresh_store, "raw")
     assert pol is not None and pol.semantic == "lsa" and pol.n_questions == {"answerable": 6, "negative": 6}
     assert pol.t_refuse <= pol.t_answer
-    api._policies.clear()
     out = api.search("How does a group lockbox work in group lockout?", fresh_store, k=3, log=True)
     assert out["support"] is not None and out["support"]["policy"] == "bm25 + lsa on raw"
     assert out["decision"] in ("answer", "review", "refuse")

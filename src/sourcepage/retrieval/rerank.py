@@ -27,6 +27,7 @@ import numpy as np
 
 from sourcepage.records import Hit
 from sourcepage.store.db import Store
+from sourcepage.text.sentences import split_sentences
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
@@ -36,15 +37,6 @@ if TYPE_CHECKING:
 RERANK_DEPTH = 30
 #: the sentence encoder (a key of ``dense.MODELS``)
 SENTENCE_MODEL = "e5-small"
-
-_SENT = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9•■(\"'])|\s*[•■]\s+")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a passage (whitespace collapsed; bullets split), 30–600 characters."""
-    flat = re.sub(r"\s+", " ", text).strip()
-    return [s.strip() for s in _SENT.split(flat) if 30 <= len(s.strip()) <= 600]
-
 
 def _units(chunks: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """(chunk id, sentence) pairs of a page; a chunk without sentences is one unit."""

@@ -48,6 +48,14 @@ class Searcher:
         self._indexes: dict[str, LoadedIndex] = {}
         self._lock = threading.Lock()
 
+    @property
+    def fingerprint(self) -> str:
+        """The chunk fingerprint of the searched version (computed once per Searcher)."""
+        with self._lock:
+            if self._fingerprint is None:
+                self._fingerprint = self.store.chunk_fingerprint(self.version)
+            return self._fingerprint
+
     def index(self, method: Method) -> LoadedIndex:
         """The loaded index of a base method (built first if missing or stale)."""
         with self._lock:

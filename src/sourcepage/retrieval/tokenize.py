@@ -66,3 +66,13 @@ def tokenize(text: str, config: TokenizerConfig = TokenizerConfig()) -> list[str
     if config.stem:
         out = _stemmer().stemWords(out)
     return out
+
+
+_CONTENT = TokenizerConfig(stopwords=True)
+
+
+def content_terms(text: str) -> set[str]:
+    """The content words of a question or passage: tokens without stop words and without
+    the one-letter words "a" and "i" (kept by the BM25 tokenizer for "Class I", dropped
+    here). The one definition used for highlighting, question coverage and quote scoring."""
+    return set(tokenize(text, _CONTENT)) - {"a", "i"}

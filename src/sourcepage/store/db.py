@@ -426,6 +426,12 @@ class Store:
             dict(zip(("run_id", "doc_id", "kind", "message", "created_at"), r, strict=True)) for r in rows
         ]
 
+    def content_stamp(self) -> tuple[int, str | None]:
+        """A cheap value that changes with every ingest run (started or finished): a cached
+        searcher or service compares it to notice a re-ingest by another process."""
+        n, last = self.conn.execute("SELECT count(*), max(finished_at) FROM runs").fetchone()
+        return int(n), last
+
     def runs(self) -> list[dict[str, Any]]:
         cur = self.conn.execute(
             "SELECT id, command, started_at, finished_at, status, summary FROM runs ORDER BY id"

@@ -15,10 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sourcepage.retrieval.rerank import split_sentences as sentences
-from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
+from sourcepage.retrieval.tokenize import content_terms
+from sourcepage.text.sentences import split_sentences
 
-_CONTENT = TokenizerConfig(stopwords=True)
 LOG_NAME = "answers.jsonl"
 
 
@@ -43,13 +42,13 @@ def extract_answer(
             "quotes": [],
             "text": "",
         }
-    terms = set(tokenize(question, _CONTENT)) - {"a", "i"}
+    terms = content_terms(question)
     w = {t: (weights or {}).get(t, 1.0) for t in terms}
     total = sum(w.values()) or 1.0
     cands = []
     for order, r in enumerate(results[:pages]):
-        for j, s in enumerate(sentences(r.get("passage", ""))):
-            toks = set(tokenize(s, _CONTENT))
+        for j, s in enumerate(split_sentences(r.get("passage", ""))):
+            toks = content_terms(s)
             score = sum(v for t, v in w.items() if t in toks) / total
             if score > 0:
                 cands.append((-score, order, j, s, r))

@@ -153,9 +153,9 @@ def sentence_similarities(searcher: Searcher, question: str, passages: Mapping[s
     """Cosine of the question with every sentence of ``passages`` (embeddings cached in
     the store by sentence hash, so a repeated page costs nothing)."""
     from sourcepage.retrieval.dense import MODELS, embed_passages
-    from sourcepage.support.answer import sentences
+    from sourcepage.text.sentences import split_sentences
 
-    sents = sorted({s for text in passages.values() for s in sentences(text)})
+    sents = sorted({s for text in passages.values() for s in split_sentences(text)})
     if not sents:
         return []
     enc = MODELS[SENTENCE_MODEL]
@@ -255,6 +255,16 @@ def policy_path(store: Path, version: str) -> Path:
 
 def save_policy(store: Path, policy: Policy) -> Path:
     return write_json(policy_path(store, policy.text_version), policy.to_json())
+
+
+def policy_stamp(store: Path, version: str) -> tuple[int, int] | None:
+    """(mtime ns, size) of the stored policy file, or None: a changed stamp means a new
+    calibration that a running service must pick up."""
+    try:
+        st = policy_path(store, version).stat()
+    except FileNotFoundError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def load_policy(store: Path, version: str) -> Policy | None:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from sourcepage.records import Hit, doc_of
-from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
+from sourcepage.retrieval.tokenize import content_terms
 
 FEATURES: tuple[str, ...] = (
     "a_top",  # sparse top page score
@@ -32,8 +32,6 @@ FEATURES: tuple[str, ...] = (
     "sent_max",  # best cosine between the question and one sentence of the top-3 passages
     "sent_top3",  # mean of the three best sentence cosines
 )
-
-_CONTENT = TokenizerConfig(stopwords=True)
 
 
 def term_weights(terms: Sequence[str], df: Mapping[str, int], n_docs: int) -> dict[str, float]:
@@ -75,11 +73,11 @@ def features(
     near-domain unsupported one only topical sentences).
     """
     sims = sorted(sentence_sims, reverse=True)
-    terms = sorted(set(tokenize(question, _CONTENT)) - {"a", "i"})
+    terms = sorted(content_terms(question))
     weights = term_weights(terms, df, n_docs)
     seen: set[str] = set()
     for h in list(a[:3]) + list(b[:3]):
-        seen.update(tokenize(passages.get(h.chunk_id, ""), _CONTENT))
+        seen.update(content_terms(passages.get(h.chunk_id, "")))
     total = sum(weights.values())
     covered = sum(w for t, w in weights.items() if t in seen)
     missing = [w for t, w in weights.items() if t not in seen]
