@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,25 +24,35 @@ DECISION_DEPTH = 5
 
 _searchers: dict[tuple[str, str], Searcher] = {}
 _policies: dict[tuple[str, str], Policy | None] = {}
+# Searches run concurrently (the web service has no search lock): these caches are
+# filled once under a lock so two threads never build two Searchers for one key.
+# A Searcher serialises its own index loading and building.
+_cache_lock = threading.RLock()
 
 
 def searcher(store: str | Path, version: str = "raw") -> Searcher:
     """A cached Searcher per (store, version), so indexes load once per process."""
     key = (str(Path(store).resolve()), version)
-    if key not in _searchers:
-        _searchers[key] = Searcher(Store(store), version)
-    return _searchers[key]
+    found = _searchers.get(key)
+    if found is None:
+        with _cache_lock:
+            if key not in _searchers:
+                _searchers[key] = Searcher(Store(store), version)
+            found = _searchers[key]
+    return found
 
 
 def policy(store: str | Path, version: str) -> Policy | None:
     """The calibrated policy stored with the version's indexes, if it matches the chunks."""
     key = (str(Path(store).resolve()), version)
     if key not in _policies:
-        p = load_policy(Path(store), version)
-        if p is not None and p.chunk_fingerprint:
-            if p.chunk_fingerprint != searcher(store, version).store.chunk_fingerprint(version):
-                p = None  # calibrated on other chunks: stale
-        _policies[key] = p
+        with _cache_lock:
+            if key not in _policies:
+                p = load_policy(Path(store), version)
+                if p is not None and p.chunk_fingerprint:
+                    if p.chunk_fingerprint != searcher(store, version).store.chunk_fingerprint(version):
+                        p = None  # calibrated on other chunks: stale
+                _policies[key] = p
     return _policies[key]
 
 

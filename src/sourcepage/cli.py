@@ -327,7 +327,13 @@ def search(
         _fail(f"-k must be between 1 and 100, got {k}")
     try:
         res = run(
-            question, store, method=method, k=k, version=version, filters=filters_from_pairs(filter_), log=True
+            question,
+            store,
+            method=method,
+            k=k,
+            version=version,
+            filters=filters_from_pairs(filter_),
+            log=True,
         )
     except (StoreError, ValueError, RuntimeError) as e:
         _fail(str(e))

