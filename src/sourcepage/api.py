@@ -186,11 +186,6 @@ def searcher(store: str | Path, version: str = "raw") -> Searcher:
     return service(store, version).searcher
 
 
-def query_terms(question: str) -> set[str]:
-    """Content words of a question, for highlighting (``retrieval.tokenize.content_terms``)."""
-    return content_terms(question)
-
-
 def highlight_spans(passage: str, terms: set[str]) -> list[tuple[int, int]]:
     """Character spans of ``passage`` whose word is a query term (case-insensitive)."""
     return [

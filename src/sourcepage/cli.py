@@ -327,7 +327,12 @@ def search(
         _fail(f"-k must be between 1 and 100, got {k}")
     try:
         res = run(
-            question, store, method=method, k=k, version=version, filters=filters_from_pairs(filter_),
+            question,
+            store,
+            method=method,
+            k=k,
+            version=version,
+            filters=filters_from_pairs(filter_),
             log=True,
         )
     except (StoreError, ValueError, RuntimeError) as e:
@@ -447,10 +452,10 @@ def judge(
 ) -> None:
     """Judge pooled pages for each question (resumable); kappa, adjudication and export."""
     from sourcepage import judge as J
-    from sourcepage.api import query_terms
     from sourcepage.evaluation.questions import QuestionError, read_questions
     from sourcepage.records import parse_page_id
     from sourcepage.retrieval.search import Searcher
+    from sourcepage.retrieval.tokenize import content_terms
     from sourcepage.store.db import Store, StoreError
 
     if not reviewer.strip():
@@ -481,7 +486,7 @@ def judge(
         title = next((d.title for d in st.documents() if d.doc_id == doc_id), "")
         out.print(Text(f"page {page} — {title}", style="bold cyan"))
         text = (meta or {}).get("cleaned", "") or "(no text on this page)"
-        out.print(_page_window(text, query_terms(q.question) if q else set()))
+        out.print(_page_window(text, content_terms(q.question) if q else set()))
 
     acted = False
     if kappa:

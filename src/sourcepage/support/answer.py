@@ -10,6 +10,8 @@ they contain (no model: a quote must be verifiable on the cited page).
 from __future__ import annotations
 
 import json
+import os
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,6 +21,9 @@ from sourcepage.retrieval.tokenize import content_terms
 from sourcepage.text.sentences import split_sentences
 
 LOG_NAME = "answers.jsonl"
+#: size above which the answer log is moved to ``answers.jsonl.1`` before the next line
+MAX_LOG_BYTES = 50 * 1024 * 1024
+_log_lock = threading.Lock()
 
 
 def extract_answer(
@@ -73,7 +78,10 @@ def extract_answer(
 def log_answer(
     store: str | Path, question: str, method: str, decision: str, answer: Mapping[str, Any]
 ) -> None:
-    """Append one line to ``<store>/answers.jsonl`` (the answer log, apart from retrieval logs)."""
+    """Append one line to ``<store>/answers.jsonl`` (the answer log, apart from retrieval logs).
+
+    A log over ``MAX_LOG_BYTES`` (50 MiB) is first renamed to ``answers.jsonl.1``
+    (atomically, replacing an older ``.1``), so the log starts again empty."""
     line = json.dumps(
         {
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -84,5 +92,23 @@ def log_answer(
         },
         ensure_ascii=False,
     )
-    with open(Path(store) / LOG_NAME, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
+    path = Path(store) / LOG_NAME
+    with _log_lock:
+        rotate_log(path)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
+def rotate_log(path: Path, max_bytes: int | None = None) -> bool:
+    """Rename ``path`` to ``<path>.1`` when it is over ``max_bytes`` (default
+    ``MAX_LOG_BYTES``); True when it did. ``os.replace`` is atomic: a reader sees the old
+    log or none, never a half-moved one; a writer in another process that rotated first
+    leaves nothing to move."""
+    limit = MAX_LOG_BYTES if max_bytes is None else max_bytes
+    try:
+        if path.stat().st_size <= limit:
+            return False
+        os.replace(path, path.with_name(path.name + ".1"))
+    except FileNotFoundError:
+        return False
+    return True

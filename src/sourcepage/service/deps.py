@@ -1,0 +1,135 @@
+"""What every router of the service shares: the per-app settings as FastAPI
+dependencies, the templates, and the page and text helpers.
+
+``create_app`` (:mod:`sourcepage.service.app`) puts the settings on ``app.state``:
+``store`` (the store folder), ``corpus`` (its corpus folder or None), ``questions``
+(the loaded question set or None) and ``db``, the app's one read-only
+:class:`~sourcepage.store.db.Store`, shared by the request threads (see
+``Store.read_only`` for why that is safe). Routes take them as parameters typed
+``StorePath``, ``Corpus``, ``Questions`` and ``DB``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.templating import Jinja2Templates
+
+from sourcepage.records import Document, Question, parse_page_id
+from sourcepage.store.db import Store
+
+HERE = Path(__file__).parent
+FACETS = ("topic", "jurisdiction", "authority", "doc_type")
+FACET_LABELS = {
+    "topic": "Topic",
+    "jurisdiction": "Jurisdiction",
+    "authority": "Authority",
+    "doc_type": "Document type",
+}
+Version = Literal["raw", "cleaned", "enriched"]
+
+#: the judging pages and endpoints exist when the judge package is installed
+JUDGING = importlib.util.find_spec("sourcepage.judge.judgments") is not None
+
+TEMPLATES = Jinja2Templates(directory=HERE / "templates")
+TEMPLATES.env.globals["facet_labels"] = FACET_LABELS
+TEMPLATES.env.globals["judging"] = JUDGING
+
+
+# --------------------------------------------------------------------------- dependencies
+
+_open_lock = threading.Lock()
+
+
+def open_shared_store(path: Path) -> Store:
+    """The read-only Store an app shares between its request threads."""
+    return Store(path).read_only()
+
+
+async def store_path(request: Request) -> Path:
+    return request.app.state.store
+
+
+async def corpus_dir(request: Request) -> Path | None:
+    return request.app.state.corpus
+
+
+async def question_set(request: Request) -> list[Question] | None:
+    return request.app.state.questions
+
+
+async def shared_store(request: Request) -> Store:
+    """The app's read-only Store (reopened if the app was shut down and is used again)."""
+    state = request.app.state
+    if state.db is None:
+        with _open_lock:
+            if state.db is None:
+                state.db = open_shared_store(state.store)
+    return state.db
+
+
+StorePath = Annotated[Path, Depends(store_path)]
+Corpus = Annotated[Path | None, Depends(corpus_dir)]
+Questions = Annotated[list[Question] | None, Depends(question_set)]
+DB = Annotated[Store, Depends(shared_store)]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def readable(errors: list[dict[str, Any]]) -> str:
+    """Validation errors as one line: ``field: message; ...``."""
+    parts = []
+    for e in errors:
+        loc = ".".join(str(x) for x in e.get("loc", ()) if x not in ("body", "query", "path"))
+        parts.append(f"{loc}: {e.get('msg', 'invalid')}" if loc else str(e.get("msg", "invalid")))
+    return "; ".join(parts) or "invalid request"
+
+
+def documents_by_id(db: Store) -> dict[str, Document]:
+    return {d.doc_id: d for d in db.documents()}
+
+
+def resolve_page(db: Store, page_id: str) -> tuple[Document, int, dict[str, Any]]:
+    """(document, page number, page row with ``n_pages``) of a page id; 422 malformed,
+    404 unknown."""
+    try:
+        doc_id, n = parse_page_id(page_id)
+    except ValueError as e:
+        raise HTTPException(422, str(e)) from None
+    d = db.document(doc_id)
+    if d is None:
+        raise HTTPException(404, f"no document {doc_id!r} in this store")
+    row = db.page(doc_id, n)
+    n_pages = db.page_count(doc_id)
+    if row is None:
+        raise HTTPException(404, f"document {doc_id!r} has pages 1-{n_pages}, not {n}")
+    row["n_pages"] = n_pages
+    return d, n, row
+
+
+def segments(text: str, marks: list[tuple[int, int]], region: tuple[int, int] | None = None) -> list[dict]:
+    """``text`` cut into pieces for the templates: each with ``hit`` (a query word)
+    and ``ev`` (inside the evidence region)."""
+    cuts = {0, len(text)}
+    for a, b in marks:
+        cuts |= {max(0, min(a, len(text))), max(0, min(b, len(text)))}
+    if region:
+        cuts |= {max(0, min(region[0], len(text))), max(0, min(region[1], len(text)))}
+    order = sorted(cuts)
+    out = []
+    for a, b in zip(order, order[1:], strict=False):
+        if a == b:
+            continue
+        out.append(
+            {
+                "text": text[a:b].replace("\ufffe", "-"),  # PDFium's soft-hyphen marker
+                "hit": any(x <= a and b <= y for x, y in marks),
+                "ev": bool(region and region[0] <= a and b <= region[1]),
+            }
+        )
+    return out

@@ -1,0 +1,248 @@
+"""Pages: ``GET /pages/{page_id}`` (text, metadata, audit), ``GET
+/pages/{page_id}/image`` (PNG with the passage highlighted) and the HTML page view
+``/view/{page_id}`` with its reviewer form (``POST /view/{page_id}/review``).
+
+Safety rules: a page id must parse (``<doc_id>#p<n>``) and name a document and page of
+the store; the PDF path is built only from the corpus folder and the file name the store
+recorded at ingest, and must stay inside ``<corpus>/pdf``; a PDF whose checksum differs
+from the one ingested answers 409.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from sourcepage import api
+from sourcepage.records import Document, parse_page_id
+from sourcepage.retrieval.tokenize import content_terms
+from sourcepage.service.deps import (
+    DB,
+    TEMPLATES,
+    Corpus,
+    StorePath,
+    Version,
+    readable,
+    resolve_page,
+    segments,
+)
+from sourcepage.service.render import render_page
+from sourcepage.service.reviews import ReviewBody, record_review
+from sourcepage.service.search import search_query, ui_params, ui_search
+from sourcepage.store.db import Store
+from sourcepage.support import review
+
+router = APIRouter()
+
+#: (path, mtime, size) -> SHA-256 of a PDF, per app
+ShaCache = dict[tuple[str, int, int], str]
+
+
+async def sha_cache(request: Request) -> ShaCache:
+    return request.app.state.sha_cache
+
+
+Shas = Annotated[ShaCache, Depends(sha_cache)]
+
+AUDIT_FLAGS = (
+    ("low_text_100", "under 100 characters"),
+    ("low_text_300", "under 300 characters"),
+    ("multi_column_risk", "multi-column reading-order risk"),
+    ("spacing_artifact", "spacing artifact"),
+    ("contents_page", "table of contents"),
+)
+
+
+def chunk_of(db: Store, page_id: str, chunk_id: str, version: str) -> tuple[str, list[tuple[int, int, int]]]:
+    """Text and spans of a chunk credited to or covering ``page_id`` ('' when none)."""
+    if not chunk_id:
+        return "", []
+    doc_id, _ = parse_page_id(page_id)
+    if not chunk_id.startswith(doc_id + "#p"):
+        raise HTTPException(422, f"chunk {chunk_id!r} is not a chunk of document {doc_id!r}")
+    c = db.chunk(version, chunk_id)
+    if c is None:
+        raise HTTPException(404, f"no chunk {chunk_id!r} in text version {version!r}")
+    return c.text, [tuple(s) for s in c.spans]
+
+
+def pdf_path(corpus: Path | None, d: Document, shas: ShaCache) -> Path:
+    """The ingested PDF of a document inside ``<corpus>/pdf``; 404 or 409 otherwise."""
+    if corpus is None:
+        raise HTTPException(
+            404, "no corpus folder is known for this store: start `sourcepage serve` with --corpus DIR"
+        )
+    name = d.file
+    if not name or Path(name).name != name or name in (".", ".."):
+        raise HTTPException(404, f"document {d.doc_id!r} has no usable file name")
+    if Path(name).suffix.lower() != ".pdf":
+        raise HTTPException(404, f"document {d.doc_id!r} is not a PDF ({name}): no page image")
+    base = (corpus / "pdf").resolve()
+    path = (base / name).resolve()
+    if path.parent != base or not path.is_file():
+        raise HTTPException(404, f"the PDF of {d.doc_id!r} is not in {base}")
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key not in shas:
+        shas[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+    if d.sha256 and shas[key] != d.sha256.lower():
+        raise HTTPException(409, f"the PDF of {d.doc_id!r} changed since it was ingested: re-ingest")
+    return path
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+@router.get("/pages/{page_id}", tags=["store"], summary="A page: raw and cleaned text, metadata, audit")
+def page(page_id: str, db: DB) -> dict[str, Any]:
+    d, n, row = resolve_page(db, page_id)
+    return {
+        "page": page_id,
+        "doc_id": d.doc_id,
+        "page_number": n,
+        "pages_in_document": row["n_pages"],
+        "document": d.as_dict(),
+        "text": {"raw": row["raw"], "cleaned": row["cleaned"]},
+        "audit": {
+            "chars": row["chars"],
+            "images": row["images"],
+            **{key: bool(row[key]) for key, _ in AUDIT_FLAGS},
+        },
+        "image": f"/pages/{page_id.replace('#', '%23')}/image",
+    }
+
+
+@router.get(
+    "/pages/{page_id}/image",
+    tags=["store"],
+    summary="The page rendered to PNG with the passage and query words highlighted",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {}}}},
+)
+def page_image(
+    page_id: str,
+    db: DB,
+    corpus: Corpus,
+    shas: Shas,
+    highlight: Annotated[str, Query(max_length=4000, description="Passage text to highlight.")] = "",
+    chunk: Annotated[str, Query(max_length=200, description="Chunk id whose text to highlight.")] = "",
+    version: Version = "raw",
+    q: Annotated[str, Query(max_length=500, description="Question: its words are marked.")] = "",
+    scale: Annotated[float, Query(ge=0.5, le=3.0, description="Pixels per PDF point.")] = 1.5,
+) -> Response:
+    d, n, _row = resolve_page(db, page_id)
+    passage = highlight or chunk_of(db, page_id, chunk, version)[0]
+    path = pdf_path(corpus, d, shas)
+    try:
+        png, info = render_page(path, n, scale=scale, passage=passage, terms=content_terms(q) if q else ())
+    except IndexError as e:
+        raise HTTPException(404, str(e)) from None
+    headers = {
+        "Cache-Control": "private, max-age=300",
+        "X-Highlight-Boxes": f"{info['passage_boxes']},{info['term_boxes']}",
+    }
+    return Response(png, media_type="image/png", headers=headers)
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def view_context(
+    request: Request,
+    db: Store,
+    store: Path,
+    corpus: Path | None,
+    page_id: str,
+    form_error: str = "",
+    form: dict | None = None,
+) -> dict:
+    """What view.html shows: the page, its texts with the evidence region and query
+    words marked, the search it came from, and the reviews of the question."""
+    p = ui_params(request)
+    qp = request.query_params
+    d, n, row = resolve_page(db, page_id)
+    chunk_id = qp.get("chunk", "")
+    passage, spans = chunk_of(db, page_id, chunk_id, p["version"]) if chunk_id else ("", [])
+    terms = content_terms(p["q"]) if p["q"].strip() else set()
+    texts = {}
+    for v in ("raw", "cleaned"):
+        text = row[v]
+        region = None
+        if spans and (v == p["version"] or (v == "cleaned" and p["version"] == "enriched")):
+            region = next(((a, b) for pg, a, b in spans if pg == n), None)
+        texts[v] = segments(text, api.highlight_spans(text, terms), region)
+    res, _ = ui_search(db, store, p)
+    hit = next((r for r in (res or {}).get("results", []) if r["page"] == page_id), None)
+    img = {"version": p["version"], "q": p["q"]}
+    if chunk_id:
+        img["chunk"] = chunk_id
+    pid_q = page_id.replace("#", "%23")
+    return {
+        "p": p,
+        "page_id": page_id,
+        "pid_q": pid_q,
+        "doc": d,
+        "n": n,
+        "row": row,
+        "flags": [label for key, label in AUDIT_FLAGS if row[key]],
+        "texts": texts,
+        "version_shown": "cleaned" if p["version"] in ("cleaned", "enriched") else "raw",
+        "image_url": f"/pages/{pid_q}/image?{urlencode(img)}",
+        "res": res,
+        "hit": hit,
+        "chunk_id": chunk_id,
+        "qs": search_query(p),
+        "prev": f"{d.doc_id}#p{n - 1}".replace("#", "%23") if n > 1 else None,
+        "next": f"{d.doc_id}#p{n + 1}".replace("#", "%23") if n < row["n_pages"] else None,
+        "reviews": review.list_reviews(store, p["q"]) if p["q"].strip() else [],
+        "recorded": qp.get("recorded", ""),
+        "form_error": form_error,
+        "form": form or {},
+        "image_ok": corpus is not None and d.file.lower().endswith(".pdf"),
+    }
+
+
+@router.get("/view/{page_id}", response_class=HTMLResponse, include_in_schema=False)
+def view(request: Request, page_id: str, db: DB, store: StorePath, corpus: Corpus) -> HTMLResponse:
+    return TEMPLATES.TemplateResponse(request, "view.html", view_context(request, db, store, corpus, page_id))
+
+
+@router.post("/view/{page_id}/review", include_in_schema=False)
+async def view_review(request: Request, page_id: str, db: DB, store: StorePath, corpus: Corpus) -> Response:
+    form = await request.form()
+    decision = str(form.get("decision", ""))
+    pages = [str(x) for x in form.getlist("pages")] if decision == "answer" else []
+    data = {
+        "question": str(form.get("question", "")),
+        "method": str(form.get("method", "bm25")) or "bm25",
+        "text_version": str(form.get("text_version", "raw")),
+        "system_decision": str(form.get("system_decision", "review")),
+        "decision": decision,
+        "pages": pages,
+        "reviewer": str(form.get("reviewer", "")),
+        "note": str(form.get("note", "")),
+        "topic": str(form.get("topic", "")),
+    }
+
+    async def form_error(message: str) -> HTMLResponse:
+        ctx = await run_in_threadpool(view_context, request, db, store, corpus, page_id, message, data)
+        return TEMPLATES.TemplateResponse(request, "view.html", ctx, status_code=422)
+
+    try:
+        body = ReviewBody(**data)
+    except ValueError as e:
+        errors = e.errors() if hasattr(e, "errors") else [{"msg": str(e)}]
+        return await form_error(readable(errors))
+    try:
+        rec = await run_in_threadpool(record_review, db, store, body)
+    except HTTPException as e:
+        return await form_error(str(e.detail))
+    back = dict(request.query_params)
+    back["recorded"] = str(rec.id)
+    return RedirectResponse(f"/view/{page_id.replace('#', '%23')}?{urlencode(back)}#review", status_code=303)

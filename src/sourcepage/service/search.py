@@ -1,0 +1,138 @@
+"""Search: ``POST /search`` (spec §5, exactly :func:`sourcepage.api.search`'s dict) and
+the HTML search page ``/``.
+
+Searches run concurrently: the Searcher serialises its own index loading and building,
+and the store connection it reads is safe to share (``Store.read_only``). A search
+appends to ``answers.jsonl`` only when a JSON caller asks with ``"log": true``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, Field
+
+from sourcepage import api
+from sourcepage.records import TEXT_VERSIONS, Document
+from sourcepage.retrieval.filters import check_filters
+from sourcepage.retrieval.methods import available_methods, parse_method
+from sourcepage.service.deps import DB, FACETS, TEMPLATES, StorePath, Version, segments
+from sourcepage.store.db import Store
+
+log = logging.getLogger("sourcepage.service")
+
+router = APIRouter()
+
+
+class SearchBody(BaseModel):
+    question: str = Field(min_length=1, max_length=500, description="The question (1-500 characters).")
+    method: str = Field("bm25", max_length=100, description="bm25, lsa, dense[:model], rrf:a+b[+c].")
+    k: int = Field(10, ge=1, le=50, description="Pages to return (1-50).")
+    text_version: Version = "raw"
+    filters: dict[str, str | int | list[str]] = Field(
+        default_factory=dict, description="Manifest column -> value(s); year_from / year_to bound the year."
+    )
+    log: bool = Field(False, description="Append the answer to the store's answers.jsonl.")
+
+
+def run_search(
+    db: Store,
+    store: Path,
+    question: str,
+    method: str,
+    k: int,
+    version: str,
+    filters: dict[str, Any],
+    log_answer: bool = False,
+) -> dict:
+    """api.search after checking what a caller can get wrong (422 with the reason)."""
+    if not question.strip():
+        raise HTTPException(422, "the question is empty")
+    try:
+        parse_method(method)
+        check_filters(filters, db.documents())
+    except ValueError as e:
+        raise HTTPException(422, str(e)) from None
+    try:
+        return api.search(
+            question, store, method=method, k=k, version=version, filters=filters, log=log_answer
+        )
+    except RuntimeError as e:  # a method whose model or index is not available here
+        log.warning("search failed: %s", e)
+        raise HTTPException(503, str(e)) from None
+
+
+@router.post("/search", tags=["search"], summary="Rank the source pages for a question (spec §5)")
+def search(body: SearchBody, db: DB, store: StorePath) -> dict[str, Any]:
+    return run_search(
+        db, store, body.question, body.method, body.k, body.text_version, body.filters, body.log
+    )
+
+
+# --------------------------------------------------------------------------- the search page
+
+
+def ui_params(request: Request) -> dict[str, Any]:
+    """The search form's fields from the query string, bounded and defaulted."""
+    qp = request.query_params
+    k = qp.get("k", "10")
+    return {
+        "q": qp.get("q", "")[:500],
+        "method": qp.get("method", "bm25"),
+        "version": qp.get("version", "raw") if qp.get("version", "raw") in TEXT_VERSIONS else "raw",
+        "k": int(k) if k.isdigit() and 1 <= int(k) <= 50 else 10,
+        "filters": {f: qp.get(f) for f in FACETS if qp.get(f)},
+    }
+
+
+def search_query(p: dict[str, Any]) -> str:
+    return urlencode(
+        {"q": p["q"], "method": p["method"], "version": p["version"], "k": p["k"], **p["filters"]}
+    )
+
+
+def ui_search(db: Store, store: Path, p: dict[str, Any]) -> tuple[dict | None, str]:
+    """(result, '') of the form's search, (None, message) when it fails, (None, '')
+    without a question. Never logs the answer."""
+    if not p["q"].strip():
+        return None, ""
+    try:
+        return run_search(db, store, p["q"], p["method"], p["k"], p["version"], p["filters"]), ""
+    except HTTPException as e:
+        return None, str(e.detail)
+
+
+def facet_values(ds: list[Document]) -> dict[str, list[str]]:
+    return {f: sorted({d.get(f) for d in ds if d.get(f)}) for f in FACETS}
+
+
+def card(r: dict[str, Any]) -> dict[str, Any]:
+    return {**r, "segments": segments(r["passage"], [tuple(s) for s in r["highlights"]])}
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+def home(request: Request, db: DB, store: StorePath) -> HTMLResponse:
+    p = ui_params(request)
+    ds = db.documents()
+    res, error = ui_search(db, store, p)
+    return TEMPLATES.TemplateResponse(
+        request,
+        "index.html",
+        {
+            "p": p,
+            "methods": available_methods(),
+            "versions": TEXT_VERSIONS,
+            "facets": facet_values(ds),
+            "res": res,
+            "cards": [card(r) for r in res["results"]] if res else [],
+            "error": error,
+            "qs": search_query(p),
+            "n_docs": len(ds),
+        },
+        status_code=422 if error else 200,
+    )
