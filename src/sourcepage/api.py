@@ -16,7 +16,7 @@ from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import content_terms
 from sourcepage.store.db import Store
 from sourcepage.support.answer import extract_answer, log_answer
-from sourcepage.support.calibrate import Policy, feature_row, index_df, load_policy, policy_stamp
+from sourcepage.support.calibrate import Policy, feature_row, load_policy, policy_stamp
 from sourcepage.support.decide import Calibration, decide
 from sourcepage.support.features import matrix, term_weights
 
@@ -128,7 +128,7 @@ class SearchService:
             "results": results,
         }
         if answer:
-            df, n = index_df(s)
+            df, n = s.term_df()
             ans = extract_answer(question, results, decision.decision, term_weights(sorted(terms), df, n))
             if log:
                 log_answer(self.path, question, m.name, decision.decision, ans)

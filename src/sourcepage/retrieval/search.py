@@ -47,6 +47,7 @@ class Searcher:
         self._fingerprint: str | None = None
         self._indexes: dict[str, LoadedIndex] = {}
         self._lock = threading.Lock()
+        self._df: tuple[dict[str, int], int] | None = None
 
     @property
     def fingerprint(self) -> str:
@@ -105,6 +106,22 @@ class Searcher:
         m = parse_method(method) if isinstance(method, str) else method
         f = check_filters(filters, list(self.documents.values()))
         return Ranking(method=m.name, text_version=self.version, hits=tuple(self.ranked(m, query, k, f)))
+
+    def term_df(self) -> tuple[dict[str, int], int]:
+        """Chunk frequency of every BM25 term of this version and the chunk count (read from
+        the bm25s index's postings once; for idf weights of question terms)."""
+        with self._lock:
+            cached = self._df
+        if cached is None:
+            bm = self.index(parse_method("bm25"))
+            dfs = np.diff(np.asarray(bm.model.scores["indptr"]))
+            cached = (
+                {t: int(dfs[i]) for t, i in bm.model.vocab_dict.items() if i < dfs.size},
+                len(bm.chunk_ids),
+            )
+            with self._lock:
+                self._df = cached
+        return cached
 
     def passage(self, chunk_id: str) -> str:
         return self.store.chunk_text(self.version, chunk_id)

@@ -29,7 +29,6 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
 from sourcepage.records import Hit, Question
-from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher
 from sourcepage.store.files import write_json
 from sourcepage.support.features import FEATURES, features, matrix
@@ -125,22 +124,10 @@ def question_features(
     return feature_row(searcher, question, a, b), a, b
 
 
-def index_df(searcher: Searcher) -> tuple[dict[str, int], int]:
-    """Chunk frequency of every BM25 term of the searcher's version, and the chunk count
-    (read from the bm25s index's postings, cached on the searcher)."""
-    cached = getattr(searcher, "_df_cache", None)
-    if cached is None:
-        bm = searcher.index(parse_method("bm25"))
-        dfs = np.diff(np.asarray(bm.model.scores["indptr"]))
-        cached = ({t: int(dfs[i]) for t, i in bm.model.vocab_dict.items() if i < dfs.size}, len(bm.chunk_ids))
-        searcher._df_cache = cached  # type: ignore[attr-defined]
-    return cached
-
-
 def feature_row(searcher: Searcher, question: str, a: Sequence[Hit], b: Sequence[Hit]) -> dict[str, float]:
     """Features from two given rankings (the chunk texts and term statistics come from
     the searcher's store and its BM25 index)."""
-    df, n = index_df(searcher)
+    df, n = searcher.term_df()
     passages = {h.chunk_id: searcher.passage(h.chunk_id) for h in list(a[:3]) + list(b[:3])}
     return features(question, a, b, passages, df, n, sentence_similarities(searcher, question, passages))
 
