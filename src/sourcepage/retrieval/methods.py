@@ -128,6 +128,7 @@ _BUILTIN: dict[str, tuple[str, str]] = {
     "rrf": ("sourcepage.retrieval.fusion:METHOD", "rrf:<a>+<b>[+<c>]"),
     "rerank": ("sourcepage.retrieval.rerank:METHOD", "rerank:<base>"),
     "rerank-chunk": ("sourcepage.retrieval.chunkrerank:METHOD", "rerank-chunk:<base>"),
+    "ltr": ("sourcepage.retrieval.ltr:METHOD", "ltr:<a>+<b>[+<c>]"),
 }
 _LOADED: dict[str, BaseMethod | StageMethod] = {}
 

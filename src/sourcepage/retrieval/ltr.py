@@ -1,0 +1,218 @@
+"""Learned second stage: the method ``ltr:<a>+<b>[+<c>]``.
+
+Candidates are the union of the first stages' top ``DEPTH`` pages (30 each). Every
+candidate page gets a feature vector built only from quantities that transfer across
+corpora (ranks and within-question normalised scores, never a raw score scale):
+
+* per first stage *i*: ``rr_i`` = 1/rank (0 when absent), ``z_i`` = the page score's
+  z-score within that stage's top list (the minimum of the list when absent), ``doc_rr_i`` =
+  1/rank of the best page of the same document, ``nb_rr_i`` = the best 1/rank of the two
+  neighbouring pages (p−1, p+1) of the same document;
+* ``rrf`` = the reciprocal-rank-fusion score of the stages (k = 60), scaled by 60;
+* ``doc_share`` = share of the candidates from the page's document;
+* ``coverage`` = idf-weighted share of the question's content words that occur on the page
+  (raw page text), ``missing_idf`` = the largest idf of a content word absent from it;
+* ``contents`` = the audit's contents-page flag, ``low_text`` = fewer than 300 characters.
+
+A linear model (logistic regression on standardised features, pointwise; fitted on the
+project's dev questions with question-level cross-validation, ``fit``) scores the candidates;
+pages are ordered by that score (rounded to 1e-9), ties by the RRF order, then page order.
+The model is plain JSON (feature names, means, scales, weights; no pickle), shipped in the
+package (``models/ltr-<parts>.json``) and replaceable per store
+(``<store>/indexes/<version>/ltr-<parts>.json``). Inference is numpy only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sourcepage.records import Hit, parse_page_id
+from sourcepage.retrieval.fusion import RRF_K, rrf
+from sourcepage.retrieval.tokenize import content_terms
+
+if TYPE_CHECKING:
+    from sourcepage.retrieval.methods import Method
+    from sourcepage.retrieval.search import Searcher
+
+#: candidate pages taken from each first stage
+DEPTH = 30
+MODEL_FORMAT = 1
+MODELS_DIR = Path(__file__).parent / "models"
+PER_PART = ("rr", "z", "doc_rr", "nb_rr")
+SHARED = ("rrf", "doc_share", "coverage", "missing_idf", "contents", "low_text")
+
+
+def feature_names(n_parts: int) -> list[str]:
+    return [f"{f}_{i}" for i in range(n_parts) for f in PER_PART] + list(SHARED)
+
+
+def _page_info(searcher: Searcher) -> dict[str, tuple[frozenset[str], int, int]]:
+    """page id → (content words of its raw text, contents flag, low-text flag), once per searcher."""
+    cached = getattr(searcher, "_ltr_pages", None)
+    if cached is None:
+        flags = {(r["doc_id"], r["page_no"]): r for r in searcher.store.page_rows()}
+        cached = {}
+        for doc_id in searcher.documents:
+            for n, text in enumerate(searcher.store.page_texts(doc_id, "raw"), 1):
+                row = flags.get((doc_id, n), {})
+                cached[f"{doc_id}#p{n}"] = (
+                    frozenset(content_terms(text)),
+                    int(row.get("contents_page", 0)),
+                    int(row.get("low_text_300", 0)),
+                )
+        searcher._ltr_pages = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def candidates(
+    searcher: Searcher, parts: Sequence[Method], query: str, filters: Mapping[str, list[str]]
+) -> tuple[list[Hit], np.ndarray]:
+    """The candidate pages (in RRF order, each with the chunk of its best stage) and their
+    feature matrix (rows in the same order, columns ``feature_names(len(parts))``)."""
+    lists = [searcher.ranked(p, query, DEPTH, dict(filters)) for p in parts]
+    order = searcher.index(parts[0]).page_order
+    fused = rrf(lists, order, RRF_K)
+    if not fused:
+        return [], np.zeros((0, len(feature_names(len(parts)))))
+    info = _page_info(searcher)
+    df, n_chunks = searcher.term_df()
+    terms = sorted(content_terms(query))
+    idf = {t: math.log(1 + (n_chunks - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+    total = sum(idf.values()) or 1.0
+    docs = [parse_page_id(h.page_id)[0] for h in fused]
+    doc_count = {d: docs.count(d) for d in set(docs)}
+    cols: list[np.ndarray] = []
+    for hits in lists:
+        rank = {h.page_id: h.rank for h in hits}
+        scores = np.array([h.score for h in hits], dtype=np.float64)
+        mu, sd = (scores.mean(), scores.std()) if scores.size else (0.0, 0.0)
+        sd = sd if sd > 1e-12 else 1.0
+        zmin = (scores.min() - mu) / sd if scores.size else 0.0
+        score = {h.page_id: (h.score - mu) / sd for h in hits}
+        doc_best: dict[str, int] = {}
+        for h in hits:
+            d = parse_page_id(h.page_id)[0]
+            doc_best[d] = min(doc_best.get(d, h.rank), h.rank)
+        rr, z, drr, nrr = [], [], [], []
+        for h in fused:
+            d, p = parse_page_id(h.page_id)
+            rr.append(1.0 / rank[h.page_id] if h.page_id in rank else 0.0)
+            z.append(score.get(h.page_id, zmin))
+            drr.append(1.0 / doc_best[d] if d in doc_best else 0.0)
+            nb = [rank[x] for x in (f"{d}#p{p - 1}", f"{d}#p{p + 1}") if x in rank]
+            nrr.append(1.0 / min(nb) if nb else 0.0)
+        cols += [np.array(rr), np.array(z), np.array(drr), np.array(nrr)]
+    cov, miss, contents, low = [], [], [], []
+    for h in fused:
+        words, c, lo = info.get(h.page_id, (frozenset(), 0, 1))
+        cov.append(sum(v for t, v in idf.items() if t in words) / total)
+        miss.append(max((v for t, v in idf.items() if t not in words), default=0.0))
+        contents.append(c)
+        low.append(lo)
+    cols += [
+        np.array([h.score * RRF_K for h in fused]),
+        np.array([doc_count[d] / len(fused) for d in docs]),
+        np.array(cov),
+        np.array(miss),
+        np.array(contents, dtype=np.float64),
+        np.array(low, dtype=np.float64),
+    ]
+    return fused, np.column_stack(cols)
+
+
+def model_path(parts_name: str, store: Path | None = None, version: str = "raw") -> Path | None:
+    """The model for these first stages: the store's own (if fitted) before the shipped one."""
+    fname = f"ltr-{parts_name.replace(':', '_').replace('+', '__')}.json"
+    for folder in ([store / "indexes" / version] if store else []) + [MODELS_DIR]:
+        if (folder / fname).is_file():
+            return folder / fname
+    return None
+
+
+def load_model(parts_name: str, store: Path | None = None, version: str = "raw") -> dict[str, Any]:
+    path = model_path(parts_name, store, version)
+    if path is None:
+        raise RuntimeError(
+            f"no learned-ranking model for ltr:{parts_name}; shipped models exist for "
+            f"{', '.join(sorted(p.stem[4:] for p in MODELS_DIR.glob('ltr-*.json'))) or 'none'}"
+        )
+    model = json.loads(path.read_text())
+    if model.get("format") != MODEL_FORMAT:
+        raise RuntimeError(f"{path}: model format {model.get('format')}, expected {MODEL_FORMAT}")
+    return model
+
+
+def model_scores(model: Mapping[str, Any], x: np.ndarray) -> np.ndarray:
+    """Linear scores of standardised features (numpy only)."""
+    mean, scale = np.asarray(model["mean"]), np.asarray(model["scale"])
+    return ((x - mean) / scale) @ np.asarray(model["coef"]) + float(model["intercept"])
+
+
+def fit(
+    x: np.ndarray, y: np.ndarray, names: Sequence[str], c: float = 1.0, seed: int = 42
+) -> dict[str, Any]:
+    """Fit the pointwise logistic model; returns the JSON-ready model (no parts/provenance)."""
+    from sklearn.linear_model import LogisticRegression
+
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-12] = 1.0
+    clf = LogisticRegression(C=c, max_iter=5000, random_state=seed)
+    clf.fit((x - mean) / scale, y)
+    return {
+        "format": MODEL_FORMAT,
+        "features": list(names),
+        "mean": [round(float(v), 10) for v in mean],
+        "scale": [round(float(v), 10) for v in scale],
+        "coef": [round(float(v), 10) for v in clf.coef_[0]],
+        "intercept": round(float(clf.intercept_[0]), 10),
+        "C": c,
+    }
+
+
+def rerank(hits: Sequence[Hit], scores: np.ndarray) -> list[Hit]:
+    """Hits (in RRF order) reordered by model score, ties keeping RRF order."""
+    order = sorted(range(len(hits)), key=lambda i: (-round(float(scores[i]), 9), i))
+    return [
+        Hit(rank=r, page_id=hits[i].page_id, score=float(scores[i]), chunk_id=hits[i].chunk_id)
+        for r, i in enumerate(order, 1)
+    ]
+
+
+class LtrMethod:
+    """The registered stage ``ltr:<a>+<b>[+<c>]`` (see the module docstring)."""
+
+    kind = "ltr"
+    grammar = "ltr:<a>+<b>[+<c>]"
+    summary = "learned ranking of the first stages' top pages (linear model, shipped JSON)"
+    arity = "many"
+
+    def examples(self, bases: Sequence[str]) -> list[str]:
+        out = []
+        for path in sorted(MODELS_DIR.glob("ltr-*.json")):
+            parts = json.loads(path.read_text()).get("parts", "")
+            if parts and all(p in bases for p in parts.split("+")):
+                out.append(f"ltr:{parts}")
+        return out
+
+    def rank(
+        self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
+    ) -> list[Hit]:
+        parts_name = "+".join(p.name for p in method.parts)
+        cache = searcher.__dict__.setdefault("_ltr_models", {})
+        if parts_name not in cache:
+            cache[parts_name] = load_model(parts_name, searcher.store.path, searcher.version)
+        hits, x = candidates(searcher, method.parts, query, filters)
+        if not hits:
+            return []
+        out = rerank(hits, model_scores(cache[parts_name], x))
+        return out[:k] if k else out
+
+
+METHOD = LtrMethod()
