@@ -557,7 +557,7 @@ def calibrate(
     seed: int = 42,
 ) -> None:
     """Fit the answer / review / refuse policy on development questions; store it with the index."""
-    from sourcepage.evaluation.answerability import _shares
+    from sourcepage.support.calibrate import decision_shares as _shares
     from sourcepage.evaluation.metrics import auroc
     from sourcepage.evaluation.questions import QuestionError, read_questions
     from sourcepage.retrieval.search import Searcher

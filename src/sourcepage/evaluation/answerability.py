@@ -23,7 +23,7 @@ from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
 from sourcepage.records import Hit, Question
 from sourcepage.retrieval.search import Searcher
-from sourcepage.support.calibrate import cross_validate, feature_row
+from sourcepage.support.calibrate import cross_validate, decision_shares, feature_row
 from sourcepage.support.features import FEATURES
 
 NEG = {
@@ -51,26 +51,6 @@ def _aurocs(
         pos = [v for v, q in zip(values, qs, strict=True) if q.answerability == "answerable"]
         ng = [v for v, q in zip(values, qs, strict=True) if q.answerability in neg]
         out[name] = [round(x, 6) for x in S.auroc_bootstrap_ci(pos, ng, n_boot, seed)]
-    return out
-
-
-def _shares(answered: Sequence[bool] | Sequence[str], qs: Sequence[Question]) -> dict[str, Any]:
-    """How each class was decided: answered / review / refused shares."""
-    dec = [("answer" if a else "refuse") if isinstance(a, bool | np.bool_) else a for a in answered]
-    out: dict[str, Any] = {}
-    for cls in ("answerable", "unsupported", "out_of_domain"):
-        idx = [i for i, q in enumerate(qs) if q.answerability == cls]
-        n = len(idx)
-        out[cls] = {
-            d: (sum(dec[i] == d for i in idx) / n if n else math.nan) for d in ("answer", "review", "refuse")
-        }
-        out[cls]["n"] = n
-    out["answerable_refused"] = [
-        qs[i].id for i, d in enumerate(dec) if d == "refuse" and qs[i].answerability == "answerable"
-    ]
-    out["unsupported_answered"] = [
-        qs[i].id for i, d in enumerate(dec) if d == "answer" and qs[i].answerability != "answerable"
-    ]
     return out
 
 
@@ -133,7 +113,7 @@ def evaluate_support(
             "folds": cv["folds"],
             "feature_auroc": {f: _aurocs([r[f] for r in feats], qs, n_boot, seed) for f in FEATURES},
             "classifier_auroc": _aurocs(prob, qs, n_boot, seed),
-            "classifier_decisions": _shares(cv["decision"], qs),
+            "classifier_decisions": decision_shares(cv["decision"], qs),
             "single_method": {
                 m: {
                     "auroc": {
@@ -146,7 +126,7 @@ def evaluate_support(
                         )
                         for k, neg in NEG.items()
                     },
-                    **_shares(cv["single_answered"][m], qs),
+                    **decision_shares(cv["single_answered"][m], qs),
                 }
                 for m, sc in single.items()
             },

@@ -12,14 +12,15 @@ number (study §4.4, §5.7):
   answer; in between refer to a reviewer.
 
 ``cross_validate`` gives held-out (out-of-fold) results only; ``fit_policy`` fits on all
-development questions and is what ``sourcepage calibrate`` stores with the index.
+development questions. ``run_calibration`` does both for a store (features, held-out
+comparison, fitted policy saved with the index): it is ``sourcepage calibrate``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,9 +29,11 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
+from sourcepage.evaluation.metrics import auroc
 from sourcepage.records import Hit, Question
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher
+from sourcepage.store.db import Store
 from sourcepage.store.files import write_json
 from sourcepage.support.features import FEATURES, features, matrix
 
@@ -262,3 +265,109 @@ def load_policy(store: Path, version: str) -> Policy | None:
     if not path.is_file():
         return None
     return Policy.from_json(json.loads(path.read_text()))
+
+
+#: the answerability classes of a question set, in report order
+CLASSES = ("answerable", "unsupported", "out_of_domain")
+
+
+def decision_shares(answered: Sequence[bool] | Sequence[str], qs: Sequence[Question]) -> dict[str, Any]:
+    """How each class was decided: answered / review / refused shares (``answered`` is
+    either booleans, True = answer, or decisions), and the ids of the wrong calls."""
+    dec = [("answer" if a else "refuse") if isinstance(a, bool | np.bool_) else a for a in answered]
+    out: dict[str, Any] = {}
+    for cls in CLASSES:
+        idx = [i for i, q in enumerate(qs) if q.answerability == cls]
+        n = len(idx)
+        out[cls] = {
+            d: (sum(dec[i] == d for i in idx) / n if n else math.nan) for d in ("answer", "review", "refuse")
+        }
+        out[cls]["n"] = n
+    out["answerable_refused"] = [
+        qs[i].id for i, d in enumerate(dec) if d == "refuse" and qs[i].answerability == "answerable"
+    ]
+    out["unsupported_answered"] = [
+        qs[i].id for i, d in enumerate(dec) if d == "answer" and qs[i].answerability != "answerable"
+    ]
+    return out
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One policy's held-out result: near-domain AUROC and the share of each class refused."""
+
+    policy: str
+    auroc_near: float
+    refused: dict[str, float]
+
+
+def held_out(
+    cv: Mapping[str, Any], qs: Sequence[Question], single_scores: Mapping[str, Sequence[float]]
+) -> list[HeldOut]:
+    """The classifier's and each single method's held-out results from ``cross_validate``."""
+    y = cv["labels"]
+    near = [i for i, q in enumerate(qs) if q.answerability != "out_of_domain"]
+
+    def row(name: str, scores: Sequence[float], decided: Sequence[Any]) -> HeldOut:
+        sh = decision_shares(decided, qs)
+        a = auroc([scores[i] for i in near if y[i] == 1], [scores[i] for i in near if y[i] == 0])
+        return HeldOut(name, a, {c: sh[c]["refuse"] for c in CLASSES})
+
+    rows = [row("classifier", cv["probability"], cv["decision"])]
+    rows += [row(f"{m} top score", sc, cv["single_answered"][m]) for m, sc in single_scores.items()]
+    return rows
+
+
+@dataclass
+class CalibrationReport:
+    """What ``run_calibration`` fitted, where it stored it, and the held-out comparison."""
+
+    policy: Policy
+    path: Path
+    cv: dict[str, Any]
+    held_out: list[HeldOut]
+    questions: int
+
+
+def run_calibration(
+    store: str | Path | Store,
+    qs: Sequence[Question],
+    *,
+    version: str = "raw",
+    sparse: str = "bm25",
+    semantic: str = "dense",
+    target_recall: float = 0.95,
+    target_precision: float = 0.95,
+    seed: int = 42,
+    progress: Callable[[int, int], None] | None = None,
+) -> CalibrationReport:
+    """Compute the features of every development question (``progress(done, total)``
+    after each), cross-validate, fit the policy on all questions and save it with the
+    version's indexes."""
+    searcher = Searcher(store, version)
+    feats: list[dict[str, float]] = []
+    tops_a: list[float] = []
+    tops_b: list[float] = []
+    for i, q in enumerate(qs, 1):
+        f, a, b = question_features(searcher, q.question, sparse, semantic)
+        feats.append(f)
+        tops_a.append(a[0].score if a else float("-inf"))
+        tops_b.append(b[0].score if b else float("-inf"))
+        if progress is not None:
+            progress(i, len(qs))
+    single = {sparse: tops_a, semantic: tops_b}
+    cv = cross_validate(feats, qs, single, target_recall, target_precision, seed=seed)
+    pol = fit_policy(
+        feats,
+        qs,
+        single,
+        text_version=version,
+        sparse=sparse,
+        semantic=semantic,
+        target_recall=target_recall,
+        target_precision=target_precision,
+        seed=seed,
+        chunk_fingerprint=searcher.store.chunk_fingerprint(version),
+    )
+    path = save_policy(searcher.store.path, pol)
+    return CalibrationReport(pol, path, cv, held_out(cv, qs, single), len(qs))
