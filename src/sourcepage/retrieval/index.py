@@ -194,7 +194,7 @@ def load_index(
     path = current_build(store, version, method)
     if path is None:
         return None
-    params = json.loads((path / "params.json").read_text())
+    params = index_params(path)
     fingerprint = fingerprint or store.chunk_fingerprint(version)
     if params.get("format") != INDEX_FORMAT or params.get("chunk_fingerprint") != fingerprint:
         return None
@@ -209,6 +209,11 @@ def load_index(
     else:
         model = np.load(path / "embeddings.npy")
     return LoadedIndex(method, version, params, chunk_ids, pages, cp, cd, docs, model, settings.tokenizer)
+
+
+def index_params(path: Path) -> dict[str, Any]:
+    """The params.json of an index build (``chunks``, ``settings``, ``chunk_fingerprint``, …)."""
+    return json.loads((path / "params.json").read_text())
 
 
 def index_size_bytes(path: Path) -> int:
