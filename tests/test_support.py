@@ -187,8 +187,8 @@ def test_calibrate_cli_stores_a_policy_that_search_uses(fresh_store: Path, tmp_p
 
 
 def test_decision_shares_hand_case() -> None:
+    from sourcepage.evaluation.answerability import decision_shares
     from sourcepage.records import Question
-    from sourcepage.support.calibrate import decision_shares
 
     qs = [
         Question(id=i, question="q?", topic="t", type="direct", answerability=a)
@@ -202,6 +202,7 @@ def test_decision_shares_hand_case() -> None:
 
 
 def test_run_calibration_fits_saves_and_compares(fresh_store: Path) -> None:
+    from sourcepage.evaluation.answerability import held_out
     from sourcepage.records import Question
     from sourcepage.support.calibrate import run_calibration
 
@@ -221,8 +222,10 @@ def test_run_calibration_fits_saves_and_compares(fresh_store: Path) -> None:
     assert ticks == [(i, 12) for i in range(1, 13)]
     assert rep.questions == 12 and rep.path == fresh_store / "indexes" / "raw" / "policy.json"
     assert load_policy(fresh_store, "raw") == rep.policy and rep.policy.semantic == "lsa"
-    assert [h.policy for h in rep.held_out] == ["classifier", "bm25 top score", "lsa top score"]
-    for h in rep.held_out:
+    assert set(rep.single_scores) == {"bm25", "lsa"} and len(rep.single_scores["lsa"]) == 12
+    rows = held_out(rep.cv, qs, rep.single_scores)
+    assert [h.policy for h in rows] == ["classifier", "bm25 top score", "lsa top score"]
+    for h in rows:
         assert 0.0 <= h.auroc_near <= 1.0
         assert set(h.refused) == {"answerable", "unsupported", "out_of_domain"}
         assert all(0.0 <= v <= 1.0 for v in h.refused.values())

@@ -8,12 +8,14 @@ AUROC per feature and of the combined classifier (broad / near-domain / out-of-d
 bootstrap CIs), the share of unsupported questions refused while the policy keeps
 answerable recall at the target, the answerable questions wrongly refused, the same
 for each single method's calibrated top-score threshold, and a risk–coverage curve.
+``held_out`` condenses the same comparison for ``sourcepage calibrate``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
 from sourcepage.records import Hit, Question
 from sourcepage.retrieval.search import Searcher
-from sourcepage.support.calibrate import cross_validate, decision_shares, feature_row
+from sourcepage.support.calibrate import cross_validate, feature_row
 from sourcepage.support.features import FEATURES
 
 NEG = {
@@ -52,6 +54,57 @@ def _aurocs(
         ng = [v for v, q in zip(values, qs, strict=True) if q.answerability in neg]
         out[name] = [round(x, 6) for x in S.auroc_bootstrap_ci(pos, ng, n_boot, seed)]
     return out
+
+
+#: the answerability classes of a question set, in report order
+CLASSES = ("answerable", "unsupported", "out_of_domain")
+
+
+def decision_shares(answered: Sequence[bool] | Sequence[str], qs: Sequence[Question]) -> dict[str, Any]:
+    """How each class was decided: answered / review / refused shares (``answered`` is
+    either booleans, True = answer, or decisions), and the ids of the wrong calls."""
+    dec = [("answer" if a else "refuse") if isinstance(a, bool | np.bool_) else a for a in answered]
+    out: dict[str, Any] = {}
+    for cls in CLASSES:
+        idx = [i for i, q in enumerate(qs) if q.answerability == cls]
+        n = len(idx)
+        out[cls] = {
+            d: (sum(dec[i] == d for i in idx) / n if n else math.nan) for d in ("answer", "review", "refuse")
+        }
+        out[cls]["n"] = n
+    out["answerable_refused"] = [
+        qs[i].id for i, d in enumerate(dec) if d == "refuse" and qs[i].answerability == "answerable"
+    ]
+    out["unsupported_answered"] = [
+        qs[i].id for i, d in enumerate(dec) if d == "answer" and qs[i].answerability != "answerable"
+    ]
+    return out
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One policy's held-out result: near-domain AUROC and the share of each class refused."""
+
+    policy: str
+    auroc_near: float
+    refused: dict[str, float]
+
+
+def held_out(
+    cv: Mapping[str, Any], qs: Sequence[Question], single_scores: Mapping[str, Sequence[float]]
+) -> list[HeldOut]:
+    """The classifier's and each single method's held-out results from ``cross_validate``."""
+    y = cv["labels"]
+    near = [i for i, q in enumerate(qs) if q.answerability != "out_of_domain"]
+
+    def row(name: str, scores: Sequence[float], decided: Sequence[Any]) -> HeldOut:
+        sh = decision_shares(decided, qs)
+        a = M.auroc([scores[i] for i in near if y[i] == 1], [scores[i] for i in near if y[i] == 0])
+        return HeldOut(name, a, {c: sh[c]["refuse"] for c in CLASSES})
+
+    rows = [row("classifier", cv["probability"], cv["decision"])]
+    rows += [row(f"{m} top score", sc, cv["single_answered"][m]) for m, sc in single_scores.items()]
+    return rows
 
 
 def risk_coverage(prob: Sequence[float], y: Sequence[int]) -> list[tuple[float, float]]:

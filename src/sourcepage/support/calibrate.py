@@ -13,7 +13,7 @@ number (study §4.4, §5.7):
 
 ``cross_validate`` gives held-out (out-of-fold) results only; ``fit_policy`` fits on all
 development questions. ``run_calibration`` does both for a store (features, held-out
-comparison, fitted policy saved with the index): it is ``sourcepage calibrate``.
+results, fitted policy saved with the index): it is ``sourcepage calibrate``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
-from sourcepage.evaluation.metrics import auroc
 from sourcepage.records import Hit, Question
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher
@@ -267,65 +266,15 @@ def load_policy(store: Path, version: str) -> Policy | None:
     return Policy.from_json(json.loads(path.read_text()))
 
 
-#: the answerability classes of a question set, in report order
-CLASSES = ("answerable", "unsupported", "out_of_domain")
-
-
-def decision_shares(answered: Sequence[bool] | Sequence[str], qs: Sequence[Question]) -> dict[str, Any]:
-    """How each class was decided: answered / review / refused shares (``answered`` is
-    either booleans, True = answer, or decisions), and the ids of the wrong calls."""
-    dec = [("answer" if a else "refuse") if isinstance(a, bool | np.bool_) else a for a in answered]
-    out: dict[str, Any] = {}
-    for cls in CLASSES:
-        idx = [i for i, q in enumerate(qs) if q.answerability == cls]
-        n = len(idx)
-        out[cls] = {
-            d: (sum(dec[i] == d for i in idx) / n if n else math.nan) for d in ("answer", "review", "refuse")
-        }
-        out[cls]["n"] = n
-    out["answerable_refused"] = [
-        qs[i].id for i, d in enumerate(dec) if d == "refuse" and qs[i].answerability == "answerable"
-    ]
-    out["unsupported_answered"] = [
-        qs[i].id for i, d in enumerate(dec) if d == "answer" and qs[i].answerability != "answerable"
-    ]
-    return out
-
-
-@dataclass(frozen=True)
-class HeldOut:
-    """One policy's held-out result: near-domain AUROC and the share of each class refused."""
-
-    policy: str
-    auroc_near: float
-    refused: dict[str, float]
-
-
-def held_out(
-    cv: Mapping[str, Any], qs: Sequence[Question], single_scores: Mapping[str, Sequence[float]]
-) -> list[HeldOut]:
-    """The classifier's and each single method's held-out results from ``cross_validate``."""
-    y = cv["labels"]
-    near = [i for i, q in enumerate(qs) if q.answerability != "out_of_domain"]
-
-    def row(name: str, scores: Sequence[float], decided: Sequence[Any]) -> HeldOut:
-        sh = decision_shares(decided, qs)
-        a = auroc([scores[i] for i in near if y[i] == 1], [scores[i] for i in near if y[i] == 0])
-        return HeldOut(name, a, {c: sh[c]["refuse"] for c in CLASSES})
-
-    rows = [row("classifier", cv["probability"], cv["decision"])]
-    rows += [row(f"{m} top score", sc, cv["single_answered"][m]) for m, sc in single_scores.items()]
-    return rows
-
-
 @dataclass
 class CalibrationReport:
-    """What ``run_calibration`` fitted, where it stored it, and the held-out comparison."""
+    """What ``run_calibration`` fitted and where it stored it, with the held-out
+    (``cross_validate``) results and each method's top page score per question."""
 
     policy: Policy
     path: Path
     cv: dict[str, Any]
-    held_out: list[HeldOut]
+    single_scores: dict[str, list[float]]
     questions: int
 
 
@@ -370,4 +319,4 @@ def run_calibration(
         chunk_fingerprint=searcher.store.chunk_fingerprint(version),
     )
     path = save_policy(searcher.store.path, pol)
-    return CalibrationReport(pol, path, cv, held_out(cv, qs, single), len(qs))
+    return CalibrationReport(pol, path, cv, single, len(qs))
