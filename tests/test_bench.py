@@ -109,3 +109,35 @@ def test_parity_with_rank_bm25(bench_json: dict) -> None:
 def test_run_bench_rejects_zero_repeats(safety_corpus: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="repeats"):
         run_bench(safety_corpus, _write_questions(tmp_path / "q.jsonl"), tmp_path / "store", repeats=0)
+
+
+def test_bench_without_rank_bm25(
+    safety_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plain install has no rank_bm25 (dev extra): its rows say so, the rest runs."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "rank_bm25", None)  # import rank_bm25 → ImportError
+    out = tmp_path / "bench.json"
+    args = [
+        "bench",
+        "--corpus",
+        str(safety_corpus),
+        "--questions",
+        str(_write_questions(tmp_path / "q.jsonl")),
+    ]
+    res = CliRunner().invoke(
+        app, [*args, "--store", str(tmp_path / "store"), "--repeats", "1", "--json", str(out)]
+    )
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    lines = res.output.splitlines()
+    assert any("rank_bm25 BM25Okapi" in line and "not installed" in line for line in lines)
+    assert any("rank_bm25 get_scores" in line and "not installed" in line for line in lines)
+    assert any(line.startswith("Parity with rank_bm25") and "not installed" in line for line in lines)
+    r = json.loads(out.read_text())
+    assert r["index_build"]["builds"]["rank_bm25 BM25Okapi"] == {"installed": False}
+    assert r["index_build"]["builds"]["ours (bm25.build)"]["seconds"] > 0
+    paths = r["query"]["paths"]
+    assert paths["rank_bm25 get_scores"] == {"installed": False}
+    assert paths["ours bm25.scores"]["p50"] > 0 and paths["ours bm25.scores"]["x_rank_bm25_p50"] is None
+    assert r["parity"]["ok"] is None and r["parity"]["installed"] is False

@@ -235,3 +235,15 @@ def test_cli_eval_and_bad_question_file(safety_corpus: Path, questions_file: Pat
     )
     assert res.exit_code == 2
     assert "bad.jsonl:1" in res.output and "loto_energy_control#p9" in res.output
+
+
+def test_design_override() -> None:
+    d = Design(blocks=[(["raw"], ["bm25"]), (["cleaned"], ["lsa"])], bootstrap=300)
+    assert d.override() is d and d.blocks == [(["raw"], ["bm25"]), (["cleaned"], ["lsa"])]
+    assert d.override(methods=["lsa", "rrf:bm25+lsa"]).blocks == [(["raw"], ["lsa", "rrf:bm25+lsa"])]
+    assert d.override(versions=["enriched"], bootstrap=7).blocks == [(["enriched"], ["lsa", "rrf:bm25+lsa"])]
+    assert d.bootstrap == 7
+    with pytest.raises(ValueError, match="unknown text version"):
+        Design().override(versions=["nope"])
+    with pytest.raises(ValueError, match="unknown method"):
+        Design().override(methods=["nope"])

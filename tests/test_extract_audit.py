@@ -168,3 +168,55 @@ def test_dot_leaders_are_not_spacing_artifacts() -> None:
         f"What are the employer requirements number {i}?......................{i}" for i in range(30)
     )
     assert not spacing_artifact(toc)
+
+
+def _row(doc_id: str, page_no: int, chars: int, **flags: int) -> dict:
+    from sourcepage.corpus.audit import AUDIT_FLAGS
+
+    return {"doc_id": doc_id, "page_no": page_no, "chars": chars, **dict.fromkeys(AUDIT_FLAGS, 0), **flags}
+
+
+def test_summarize_audit_counts_flagged_pages_per_document() -> None:
+    from sourcepage.corpus.audit import page_flags, summarize_audit
+
+    rows = [
+        _row("b", 1, 50, low_text_100=1, low_text_300=1),
+        _row("b", 2, 250, low_text_300=1, images=3),
+        _row("a", 1, 1000, multi_column_risk=1, contents_page=1),
+    ]
+    docs, total = summarize_audit(rows)
+    assert [d.doc_id for d in docs] == ["b", "a"]  # row order, as the store lists them
+    b = docs[0]
+    assert b.pages == 2 and b.chars_per_page == 150
+    assert b.counts == {
+        "low_text_100": 1,
+        "low_text_300": 2,
+        "images": 1,  # pages with images, not images
+        "multi_column_risk": 0,
+        "spacing_artifact": 0,
+        "contents_page": 0,
+    }
+    assert total.doc_id == "all" and total.pages == 3 and total.chars_per_page == pytest.approx(1300 / 3)
+    assert total.counts["low_text_300"] == 2 and total.counts["contents_page"] == 1
+    assert page_flags(rows[2]) == ["multi_column_risk", "contents_page"] and page_flags(_row("c", 1, 9)) == []
+    empty_docs, empty_total = summarize_audit([])
+    assert empty_docs == [] and empty_total.pages == 0 and empty_total.chars_per_page == 0
+
+
+def test_audit_csv_and_the_store(safety_store: Path) -> None:
+    import csv
+    import io
+
+    from sourcepage.corpus.audit import audit_csv, summarize_audit
+    from sourcepage.store.db import Store
+
+    st = Store(safety_store)
+    rows = st.page_rows()
+    st.close()
+    docs, total = summarize_audit(rows)
+    assert total.pages == 11 and len(docs) == 4
+    assert total.counts["low_text_100"] == 1  # the blank page
+    parsed = list(csv.DictReader(io.StringIO(audit_csv(rows))))
+    assert len(parsed) == 11 and parsed[0]["page"] == f"{rows[0]['doc_id']}#p{rows[0]['page_no']}"
+    assert list(parsed[0])[:3] == ["page", "doc_id", "page_no"]
+    assert audit_csv([]).strip() == "page"

@@ -298,3 +298,89 @@ def test_cli_errors(safety_store: Path, tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--kappa" in res.output
     res = runner.invoke(app, [*base, "--reviewer", "ann", "--methods", "nope"])
     assert res.exit_code == 2 and "unknown method" in res.output
+
+
+# --------------------------------------------------------------------------- session
+
+
+def _feed(*answers: str):
+    """An ``ask`` that replays ``answers`` and then ends the input like Ctrl-D."""
+    it = iter(answers)
+    prompts: list[str] = []
+
+    def ask(prompt: str) -> str:
+        prompts.append(prompt)
+        try:
+            return next(it)
+        except StopIteration:
+            raise EOFError from None
+
+    return ask, prompts
+
+
+def test_page_window_centres_on_the_terms() -> None:
+    from sourcepage.judge.session import page_window
+
+    assert page_window("short text", [(0, 5)], limit=100) == ("short text", [(0, 5)])
+    text = "x" * 500 + " lock " + "y" * 500
+    window, marks = page_window(text, [(501, 505)], limit=200)
+    assert window.startswith("…") and window.endswith("…") and len(window) == 202
+    ((a, b),) = marks
+    assert window[a:b] == "lock"
+    window, marks = page_window(text, [], limit=200)  # no terms: the start of the page
+    assert window == "x" * 200 + "…" and marks == []
+
+
+def test_session_loop_records_skips_and_stops(fresh_store: Path, tmp_path: Path) -> None:
+    from sourcepage.judge.session import Cards, judge_pairs
+    from sourcepage.retrieval.tokenize import content_terms as query_terms
+    from sourcepage.store.db import Store
+
+    _, qs = _questions(tmp_path)
+    db = J.connect(tmp_path / "judgments.sqlite")
+    pooled = J.pool(Searcher(fresh_store, "raw"), qs, ["bm25"], depth=2)
+    todo = J.pending(db, pooled, "ann")
+    cards = Cards(Store(fresh_store), qs)
+    shown, hints = [], []
+    ask, prompts = _feed("7", " 2 ", "", "s", "0", "off topic [p.3]", "q")
+    done = judge_pairs(db, cards, todo, "ann", ask=ask, show=shown.append, say=hints.append)
+    assert done == 2 and hints == ["answer 0, 1, 2, s or q"]
+    assert [c.header for c in shown] == ["1/4", "2/4", "3/4", "4/4"]
+    first = shown[0]
+    assert first.question_id == "Q1" and first.question is not None and first.page == todo[0][1]
+    terms = query_terms(first.question.question)
+    assert first.title and first.marks and all(first.text[a:b].lower() in terms for a, b in first.marks)
+    assert prompts[:3] == ["grade [0/1/2], s=skip, q=quit"] * 2 + ["note (optional)"]
+    assert J.current(db, "ann") == {("Q1", todo[0][1], "ann"): 2, (todo[2][0], todo[2][1], "ann"): 0}
+    assert J.history(db, todo[2][0], todo[2][1])[0]["note"] == "off topic [p.3]"
+    # end of input at the note prompt records the grade without a note, then stops
+    ask, _ = _feed("1")
+    left = J.pending(db, pooled, "ann")
+    assert judge_pairs(db, cards, left, "ann", ask=ask, show=shown.append, say=hints.append) == 1
+    assert len(J.pending(db, pooled, "ann")) == 1
+
+
+def test_session_adjudication(fresh_store: Path, tmp_path: Path) -> None:
+    from sourcepage.judge.session import Cards, adjudicate_pairs
+    from sourcepage.store.db import Store
+
+    _, qs = _questions(tmp_path)
+    db = J.connect(tmp_path / "judgments.sqlite")
+    for page, a, b in (("loto_energy_control#p3", 2, 1), ("loto_energy_control#p1", 0, 2)):
+        J.record(db, "Q1", page, a, "ann")
+        J.record(db, "Q1", page, b, "bob")
+    J.record(db, "Q9", "machine_guarding#p2", 0, "ann")  # a question not in the set
+    J.record(db, "Q9", "machine_guarding#p2", 1, "bob")
+    cards = Cards(Store(fresh_store), qs)
+    dis = J.disagreements(db, "ann", "bob")
+    shown: list = []
+    ask, _ = _feed("1", "both right")
+    assert adjudicate_pairs(db, cards, dis, "ann", "bob", ask=ask, show=shown.append, say=print) == 1
+    assert shown[0].header == "adjudicate 1/3" and shown[0].grades == (("ann", 0), ("bob", 2))
+    assert J.current(db, "adjudicator:ann") == {("Q1", "loto_energy_control#p1", "adjudicator:ann"): 1}
+    shown.clear()
+    ask, _ = _feed("s", "2", "")
+    assert adjudicate_pairs(db, cards, dis, "ann", "bob", ask=ask, show=shown.append, say=print) == 1
+    assert [c.header for c in shown] == ["adjudicate 1/2", "adjudicate 2/2"]  # settled ones drop out
+    q9 = shown[1]
+    assert q9.question_id == "Q9" and q9.question is None and q9.text

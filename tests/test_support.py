@@ -186,6 +186,52 @@ def test_calibrate_cli_stores_a_policy_that_search_uses(fresh_store: Path, tmp_p
     assert json.loads(log[-1])["question"].startswith("How does a group lockbox")
 
 
+def test_decision_shares_hand_case() -> None:
+    from sourcepage.evaluation.answerability import decision_shares
+    from sourcepage.records import Question
+
+    qs = [
+        Question(id=i, question="q?", topic="t", type="direct", answerability=a)
+        for i, a in (("A", "answerable"), ("B", "answerable"), ("U", "unsupported"))
+    ]
+    sh = decision_shares(["answer", "refuse", "answer"], qs)
+    assert sh["answerable"] == {"answer": 0.5, "review": 0.0, "refuse": 0.5, "n": 2}
+    assert math.isnan(sh["out_of_domain"]["refuse"]) and sh["out_of_domain"]["n"] == 0
+    assert sh["answerable_refused"] == ["B"] and sh["unsupported_answered"] == ["U"]
+    assert decision_shares([True, np.bool_(False), False], qs)["unsupported"]["refuse"] == 1.0
+
+
+def test_run_calibration_fits_saves_and_compares(fresh_store: Path) -> None:
+    from sourcepage.evaluation.answerability import held_out
+    from sourcepage.records import Question
+    from sourcepage.support.calibrate import run_calibration
+
+    qs = [
+        Question(
+            id=i,
+            question=q,
+            topic="t",
+            type="direct",
+            answerability=a,
+            evidence={p: 2} if p else {},
+        )
+        for i, q, a, p in QUESTIONS
+    ]
+    ticks: list[tuple[int, int]] = []
+    rep = run_calibration(fresh_store, qs, semantic="lsa", progress=lambda d, n: ticks.append((d, n)))
+    assert ticks == [(i, 12) for i in range(1, 13)]
+    assert rep.questions == 12 and rep.path == fresh_store / "indexes" / "raw" / "policy.json"
+    assert load_policy(fresh_store, "raw") == rep.policy and rep.policy.semantic == "lsa"
+    assert set(rep.single_scores) == {"bm25", "lsa"} and len(rep.single_scores["lsa"]) == 12
+    rows = held_out(rep.cv, qs, rep.single_scores)
+    assert [h.policy for h in rows] == ["classifier", "bm25 top score", "lsa top score"]
+    for h in rows:
+        assert 0.0 <= h.auroc_near <= 1.0
+        assert set(h.refused) == {"answerable", "unsupported", "out_of_domain"}
+        assert all(0.0 <= v <= 1.0 for v in h.refused.values())
+    assert len(rep.cv["probability"]) == 12
+
+
 def test_reviews_cli_records_and_exports(fresh_store: Path, tmp_path: Path) -> None:
     from sourcepage.evaluation.questions import read_questions
 

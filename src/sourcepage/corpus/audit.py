@@ -3,11 +3,17 @@
 Flags are automated risk indicators, not adjudicated labels: low text (<100 and
 <300 characters, the study's cut-offs), embedded images, multi-column reading-order
 risk, spacing artifacts (letter-spaced or glued words), and contents pages.
+``summarize_audit`` condenses a store's page rows per document (``sourcepage audit``).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from sourcepage.corpus.extract import PageLayout
 from sourcepage.records import PageAudit
@@ -75,3 +81,62 @@ def refresh_contents_flags(store: Store) -> int:
     flags = [(int(contents_page(raw)), d, n) for d, n, raw in rows]
     store.set_contents_flags(flags)
     return sum(f for f, _, _ in flags)
+
+
+#: the page flags of the store's audit, in the order ``sourcepage audit`` shows them
+AUDIT_FLAGS = (
+    "low_text_100",
+    "low_text_300",
+    "images",
+    "multi_column_risk",
+    "spacing_artifact",
+    "contents_page",
+)
+
+
+@dataclass(frozen=True)
+class AuditSummary:
+    """Flag counts of one document (or of all, ``doc_id == "all"``): pages with each flag."""
+
+    doc_id: str
+    pages: int
+    chars_per_page: float
+    counts: dict[str, int]
+
+
+def page_flags(row: Mapping[str, Any]) -> list[str]:
+    """The flags (``AUDIT_FLAGS`` order) set on one page row of ``Store.page_rows``."""
+    return [k for k in AUDIT_FLAGS if row[k]]
+
+
+def summarize_audit(rows: Sequence[Mapping[str, Any]]) -> tuple[list[AuditSummary], AuditSummary]:
+    """Per-document summaries (in row order) and the total over every page row."""
+    by_doc: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        by_doc.setdefault(r["doc_id"], []).append(r)
+    docs = [
+        AuditSummary(
+            doc_id,
+            len(rs),
+            sum(r["chars"] for r in rs) / len(rs),
+            {k: sum(1 for r in rs if r[k]) for k in AUDIT_FLAGS},
+        )
+        for doc_id, rs in by_doc.items()
+    ]
+    total = AuditSummary(
+        "all",
+        len(rows),
+        sum(r["chars"] for r in rows) / max(len(rows), 1),
+        {k: sum(d.counts[k] for d in docs) for k in AUDIT_FLAGS},
+    )
+    return docs, total
+
+
+def audit_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The page rows as CSV, led by a ``page`` column (``doc#pN``)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=["page", *rows[0].keys()] if rows else ["page"])
+    w.writeheader()
+    for r in rows:
+        w.writerow({"page": f"{r['doc_id']}#p{r['page_no']}", **r})
+    return buf.getvalue()

@@ -5,6 +5,8 @@ Files already in the cache with the right checksum are not fetched again; a
 download goes to a temp file and is renamed only when complete. Rows without a
 URL, unreachable hosts and checksum mismatches are reported per document, never
 silently skipped; the caller decides whether a partial corpus is acceptable.
+``locate_corpus`` is the fallback order of ``sourcepage eval``: the given folder, the
+local mirror (``default_corpus``), else a download from the questions' manifest.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import shutil
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,3 +69,53 @@ def fetch_corpus(manifest: str | Path, cache: str | Path | None = None, timeout:
         os.replace(tmp, target)
         report.fetched.append(d.doc_id)
     return report
+
+
+class CorpusUnavailable(ValueError):
+    """No corpus folder could be found or built; ``report`` tells what a download did."""
+
+    def __init__(self, message: str, report: FetchReport | None = None):
+        super().__init__(message)
+        self.report = report
+
+
+def default_corpus() -> Path | None:
+    """../shared/corpus where present (the local mirror), else None: looked up from the
+    working directory, then beside the checkout this package runs from."""
+    repo = Path(__file__).resolve().parents[3]  # src/sourcepage/corpus/fetch.py → the checkout
+    for cand in (Path("../shared/corpus"), repo.parent / "shared" / "corpus"):
+        if (cand / "manifest.csv").is_file():
+            return cand.resolve()
+    return None
+
+
+def locate_corpus(
+    questions: str | Path,
+    corpus: str | Path | None = None,
+    *,
+    cache: str | Path | None = None,
+    on_download: Callable[[Path], None] | None = None,
+) -> Path:
+    """The corpus folder for a question set: ``corpus`` if given, else ``default_corpus()``,
+    else one downloaded (``fetch_corpus``) from the ``manifest.csv`` beside ``questions``.
+
+    ``on_download(manifest)`` is called before a download starts. Raises
+    ``CorpusUnavailable`` when there is no manifest to download from, or when any
+    document could not be fetched (its ``report`` lists why, per document).
+    """
+    found = Path(corpus) if corpus is not None else default_corpus()
+    if found is not None:
+        return found
+    manifest = Path(questions).parent / "manifest.csv"
+    if not manifest.is_file():
+        raise CorpusUnavailable(f"no --corpus given, no ../shared/corpus, and no {manifest} to download from")
+    if on_download is not None:
+        on_download(manifest)
+    rep = fetch_corpus(manifest, cache)
+    if rep.problems:
+        raise CorpusUnavailable(
+            f"{len(rep.problems)} of the corpus documents could not be fetched into {rep.corpus}; "
+            "pass --corpus with a local copy",
+            rep,
+        )
+    return rep.corpus

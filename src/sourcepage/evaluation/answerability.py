@@ -8,12 +8,14 @@ AUROC per feature and of the combined classifier (broad / near-domain / out-of-d
 bootstrap CIs), the share of unsupported questions refused while the policy keeps
 answerable recall at the target, the answerable questions wrongly refused, the same
 for each single method's calibrated top-score threshold, and a risk–coverage curve.
+``held_out`` condenses the same comparison for ``sourcepage calibrate``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +56,16 @@ def _aurocs(
     return out
 
 
-def _shares(answered: Sequence[bool] | Sequence[str], qs: Sequence[Question]) -> dict[str, Any]:
-    """How each class was decided: answered / review / refused shares."""
+#: the answerability classes of a question set, in report order
+CLASSES = ("answerable", "unsupported", "out_of_domain")
+
+
+def decision_shares(answered: Sequence[bool] | Sequence[str], qs: Sequence[Question]) -> dict[str, Any]:
+    """How each class was decided: answered / review / refused shares (``answered`` is
+    either booleans, True = answer, or decisions), and the ids of the wrong calls."""
     dec = [("answer" if a else "refuse") if isinstance(a, bool | np.bool_) else a for a in answered]
     out: dict[str, Any] = {}
-    for cls in ("answerable", "unsupported", "out_of_domain"):
+    for cls in CLASSES:
         idx = [i for i, q in enumerate(qs) if q.answerability == cls]
         n = len(idx)
         out[cls] = {
@@ -72,6 +79,32 @@ def _shares(answered: Sequence[bool] | Sequence[str], qs: Sequence[Question]) ->
         qs[i].id for i, d in enumerate(dec) if d == "answer" and qs[i].answerability != "answerable"
     ]
     return out
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One policy's held-out result: near-domain AUROC and the share of each class refused."""
+
+    policy: str
+    auroc_near: float
+    refused: dict[str, float]
+
+
+def held_out(
+    cv: Mapping[str, Any], qs: Sequence[Question], single_scores: Mapping[str, Sequence[float]]
+) -> list[HeldOut]:
+    """The classifier's and each single method's held-out results from ``cross_validate``."""
+    y = cv["labels"]
+    near = [i for i, q in enumerate(qs) if q.answerability != "out_of_domain"]
+
+    def row(name: str, scores: Sequence[float], decided: Sequence[Any]) -> HeldOut:
+        sh = decision_shares(decided, qs)
+        a = M.auroc([scores[i] for i in near if y[i] == 1], [scores[i] for i in near if y[i] == 0])
+        return HeldOut(name, a, {c: sh[c]["refuse"] for c in CLASSES})
+
+    rows = [row("classifier", cv["probability"], cv["decision"])]
+    rows += [row(f"{m} top score", sc, cv["single_answered"][m]) for m, sc in single_scores.items()]
+    return rows
 
 
 def risk_coverage(prob: Sequence[float], y: Sequence[int]) -> list[tuple[float, float]]:
@@ -133,7 +166,7 @@ def evaluate_support(
             "folds": cv["folds"],
             "feature_auroc": {f: _aurocs([r[f] for r in feats], qs, n_boot, seed) for f in FEATURES},
             "classifier_auroc": _aurocs(prob, qs, n_boot, seed),
-            "classifier_decisions": _shares(cv["decision"], qs),
+            "classifier_decisions": decision_shares(cv["decision"], qs),
             "single_method": {
                 m: {
                     "auroc": {
@@ -146,7 +179,7 @@ def evaluate_support(
                         )
                         for k, neg in NEG.items()
                     },
-                    **_shares(cv["single_answered"][m], qs),
+                    **decision_shares(cv["single_answered"][m], qs),
                 }
                 for m, sc in single.items()
             },

@@ -16,11 +16,16 @@ questions after warm-up, on a different machine, Python 3.13.5).
   top 20); the three ``*scores`` rows score pre-tokenized queries only.
 - ``parity``: our chunk scores against rank_bm25 ``BM25Okapi(epsilon=0)``.
 
+rank_bm25 is a peer from the dev extra, imported only here and only when present:
+without it, its rows are ``{"installed": False}``, its ratios None and parity is not
+checked (``ok`` None); everything else is still measured.
+
 Each section is a small function returning a plain dict; the CLI prints them.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import platform
 import statistics
@@ -45,6 +50,20 @@ REFERENCE: dict[str, Any] = {
     "questions": 54,
 }
 PACKAGES = ("sourcepage", "bm25s", "rank-bm25", "pypdf", "pypdfium2", "numpy", "scipy", "PyStemmer")
+#: the row of a peer that is not installed (rank_bm25 comes with the dev extra only)
+NOT_INSTALLED: dict[str, Any] = {"installed": False}
+OURS, BM25S, RANK_BM25 = "ours (bm25.build)", "bm25s (defaults)", "rank_bm25 BM25Okapi"
+RANK_BM25_QUERY = "rank_bm25 get_scores"
+#: largest |Δscore| against rank_bm25 that still counts as the same BM25
+TOLERANCE = 1e-6
+
+
+def optional_peer(module: str) -> Any | None:
+    """An optional peer package, imported now, or None when it is not installed."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
 
 
 def _median(xs: list[float]) -> float:
@@ -156,11 +175,13 @@ def load_chunks(corpus: str | Path, store: str | Path, version: str = "raw") -> 
     }
 
 
-def _builders(k1: float = 1.5, b: float = 0.75) -> dict[str, Callable[[list[list[str]]], Any]]:
+def _builders(k1: float = 1.5, b: float = 0.75) -> dict[str, Callable[[list[list[str]]], Any] | None]:
+    """Index builders by row name; None for a peer that is not installed."""
     import bm25s
-    import rank_bm25
 
     from sourcepage.retrieval import bm25
+
+    rank_bm25 = optional_peer("rank_bm25")
 
     def plain_bm25s(tokens: list[list[str]]) -> Any:
         model = bm25s.BM25()
@@ -168,9 +189,11 @@ def _builders(k1: float = 1.5, b: float = 0.75) -> dict[str, Callable[[list[list
         return model
 
     return {
-        "ours (bm25.build)": lambda tokens: bm25.build(tokens, k1, b),
-        "bm25s (defaults)": plain_bm25s,
-        "rank_bm25 BM25Okapi": lambda tokens: rank_bm25.BM25Okapi(tokens, k1=k1, b=b, epsilon=0),
+        OURS: lambda tokens: bm25.build(tokens, k1, b),
+        BM25S: plain_bm25s,
+        RANK_BM25: (
+            (lambda tokens: rank_bm25.BM25Okapi(tokens, k1=k1, b=b, epsilon=0)) if rank_bm25 else None
+        ),
     }
 
 
@@ -178,6 +201,9 @@ def bench_index(tokens: list[list[str]], repeats: int = 5) -> dict[str, Any]:
     """Median seconds to build each BM25 index on the same tokenized chunks."""
     out: dict[str, Any] = {"chunks": len(tokens), "tokens": sum(map(len, tokens)), "builds": {}}
     for name, build in _builders().items():
+        if build is None:
+            out["builds"][name] = dict(NOT_INSTALLED)
+            continue
         runs = [_timed(lambda build=build: build(tokens))[0] for _ in range(repeats)]
         sec = _median(runs)
         out["builds"][name] = {
@@ -209,12 +235,8 @@ def bench_query(
 
     if not queries:
         raise ValueError("no questions to time")
-    models = {name: build(tokens) for name, build in _builders().items()}
-    ours, plain, okapi = (
-        models["ours (bm25.build)"],
-        models["bm25s (defaults)"],
-        models["rank_bm25 BM25Okapi"],
-    )
+    models = {name: build(tokens) for name, build in _builders().items() if build is not None}
+    ours, plain, okapi = models[OURS], models[BM25S], models.get(RANK_BM25)
     searcher = Searcher(store, "raw")
     searcher.index(parse_method("bm25"))  # load (or build) the stored index outside the timing
     qtokens = [tokenize(q) for q in queries]
@@ -224,14 +246,17 @@ def bench_query(
         known = [t for t in qt if t in plain_vocab]
         return plain.get_scores(known) if known else np.zeros(len(tokens), dtype=np.float32)
 
-    paths: dict[str, Callable[[int], Any]] = {
+    paths: dict[str, Callable[[int], Any] | None] = {
         "ours Searcher.rank (page-level, k=20)": lambda i: searcher.rank(queries[i], "bm25", k=20),
         "ours bm25.scores": lambda i: bm25.scores(ours, qtokens[i]),
         "bm25s get_scores (defaults)": lambda i: plain_scores(qtokens[i]),
-        "rank_bm25 get_scores": lambda i: okapi.get_scores(qtokens[i]),
+        RANK_BM25_QUERY: (lambda i: okapi.get_scores(qtokens[i])) if okapi is not None else None,
     }
     out: dict[str, Any] = {"questions": len(queries), "repeats": repeats, "paths": {}}
     for name, fn in paths.items():
+        if fn is None:
+            out["paths"][name] = dict(NOT_INSTALLED)
+            continue
         fn(0)  # warm-up
         per_query = []
         for i in range(len(queries)):
@@ -242,20 +267,29 @@ def bench_query(
                 runs.append((time.perf_counter() - t0) * 1000)
             per_query.append(_median(runs))
         out["paths"][name] = _latency(per_query)
-    base = out["paths"]["rank_bm25 get_scores"]["p50"]
+    base = out["paths"][RANK_BM25_QUERY].get("p50")
     for stats in out["paths"].values():
-        stats["x_rank_bm25_p50"] = stats["p50"] / base
-        stats["x_study_p50"] = stats["p50"] / REFERENCE["query_ms"]["p50"]
+        if "p50" in stats:
+            stats["x_rank_bm25_p50"] = stats["p50"] / base if base else None
+            stats["x_study_p50"] = stats["p50"] / REFERENCE["query_ms"]["p50"]
     return out
 
 
 def bench_parity(tokens: list[list[str]], queries: list[str], k1: float = 1.5, b: float = 0.75) -> dict:
-    """Max |ours − rank_bm25 BM25Okapi(epsilon=0)| over every chunk score of every query."""
-    import rank_bm25
-
+    """Max |ours − rank_bm25 BM25Okapi(epsilon=0)| over every chunk score of every query
+    (``ok`` None when rank_bm25 is not installed)."""
     from sourcepage.retrieval import bm25
     from sourcepage.retrieval.tokenize import tokenize
 
+    rank_bm25 = optional_peer("rank_bm25")
+    if rank_bm25 is None:
+        return {
+            "questions": len(queries),
+            **NOT_INSTALLED,
+            "max_abs_diff": None,
+            "tolerance": TOLERANCE,
+            "ok": None,
+        }
     ours = bm25.build(tokens, k1, b)
     okapi = rank_bm25.BM25Okapi(tokens, k1=k1, b=b, epsilon=0)
     worst = 0.0
@@ -263,7 +297,7 @@ def bench_parity(tokens: list[list[str]], queries: list[str], k1: float = 1.5, b
         qt = tokenize(q)
         diff = np.abs(bm25.scores(ours, qt) - np.asarray(okapi.get_scores(qt), dtype=np.float64))
         worst = max(worst, float(diff.max()) if diff.size else 0.0)
-    return {"questions": len(queries), "max_abs_diff": worst, "tolerance": 1e-6, "ok": worst < 1e-6}
+    return {"questions": len(queries), "max_abs_diff": worst, "tolerance": TOLERANCE, "ok": worst < TOLERANCE}
 
 
 def run_bench(

@@ -90,6 +90,23 @@ class Design:
                         out.append(pair)
         return out
 
+    def override(
+        self,
+        versions: list[str] | None = None,
+        methods: list[str] | None = None,
+        bootstrap: int | None = None,
+    ) -> Design:
+        """Apply command-line options: ``versions`` / ``methods`` replace those of the
+        first block (and drop the other blocks), ``bootstrap`` the resample count; then
+        validate the runs (ValueError). Returns the design itself."""
+        if versions or methods:
+            v0, m0 = self.blocks[0]
+            self.blocks = [(versions or v0, methods or m0)]
+        if bootstrap is not None:
+            self.bootstrap = bootstrap
+        self.runs()
+        return self
+
     @classmethod
     def from_yaml(cls, path: str | Path) -> Design:
         """Read an experiment.yaml (keys: design, chunk, clean, enrich_fields, bm25, lsa,

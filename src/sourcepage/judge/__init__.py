@@ -1,5 +1,6 @@
 """Benchmark judging: pool candidate pages, record graded judgments, measure agreement,
-adjudicate and export a judged ``questions.jsonl`` (study §3.5)."""
+adjudicate and export a judged ``questions.jsonl`` (study §3.5); ``session`` is the
+interactive judging loop with injectable input and output."""
 
 from sourcepage.judge.judgments import (
     ADJUDICATOR,
@@ -18,12 +19,16 @@ from sourcepage.judge.judgments import (
     pool,
     record,
 )
+from sourcepage.judge.session import Card, Cards, adjudicate_pairs, judge_pairs, page_window
 
 __all__ = [
     "ADJUDICATOR",
     "DB_NAME",
+    "Card",
+    "Cards",
     "ExportReport",
     "adjudicate",
+    "adjudicate_pairs",
     "cohens_kappa",
     "connect",
     "current",
@@ -32,6 +37,8 @@ __all__ = [
     "export",
     "final_grades",
     "history",
+    "judge_pairs",
+    "page_window",
     "pending",
     "pool",
     "record",

@@ -143,7 +143,7 @@ def load_index(
     path = current_build(store, version, method)
     if path is None:
         return None
-    params = json.loads((path / "params.json").read_text())
+    params = index_params(path)
     fingerprint = fingerprint or store.chunk_fingerprint(version)
     if params.get("format") != INDEX_FORMAT or params.get("chunk_fingerprint") != fingerprint:
         return None
@@ -153,6 +153,11 @@ def load_index(
     pages, cp, docs, cd = _chunk_table(chunk_ids)
     model = method.spec.load(method, path, settings)  # type: ignore[union-attr]
     return LoadedIndex(method, version, params, chunk_ids, pages, cp, cd, docs, model, settings)
+
+
+def index_params(path: Path) -> dict[str, Any]:
+    """The params.json of an index build (``chunks``, ``settings``, ``chunk_fingerprint``, …)."""
+    return json.loads((path / "params.json").read_text())
 
 
 def index_size_bytes(path: Path) -> int:

@@ -12,14 +12,15 @@ number (study §4.4, §5.7):
   answer; in between refer to a reviewer.
 
 ``cross_validate`` gives held-out (out-of-fold) results only; ``fit_policy`` fits on all
-development questions and is what ``sourcepage calibrate`` stores with the index.
+development questions. ``run_calibration`` does both for a store (features, held-out
+results, fitted policy saved with the index): it is ``sourcepage calibrate``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from sourcepage.records import Hit, Question
 from sourcepage.retrieval.search import Searcher
+from sourcepage.store.db import Store
 from sourcepage.store.files import write_json
 from sourcepage.support.features import FEATURES, features, matrix
 
@@ -259,3 +261,59 @@ def load_policy(store: Path, version: str) -> Policy | None:
     if not path.is_file():
         return None
     return Policy.from_json(json.loads(path.read_text()))
+
+
+@dataclass
+class CalibrationReport:
+    """What ``run_calibration`` fitted and where it stored it, with the held-out
+    (``cross_validate``) results and each method's top page score per question."""
+
+    policy: Policy
+    path: Path
+    cv: dict[str, Any]
+    single_scores: dict[str, list[float]]
+    questions: int
+
+
+def run_calibration(
+    store: str | Path | Store,
+    qs: Sequence[Question],
+    *,
+    version: str = "raw",
+    sparse: str = "bm25",
+    semantic: str = "dense",
+    target_recall: float = 0.95,
+    target_precision: float = 0.95,
+    seed: int = 42,
+    progress: Callable[[int, int], None] | None = None,
+) -> CalibrationReport:
+    """Compute the features of every development question (``progress(done, total)``
+    after each), cross-validate, fit the policy on all questions and save it with the
+    version's indexes."""
+    searcher = Searcher(store, version)
+    feats: list[dict[str, float]] = []
+    tops_a: list[float] = []
+    tops_b: list[float] = []
+    for i, q in enumerate(qs, 1):
+        f, a, b = question_features(searcher, q.question, sparse, semantic)
+        feats.append(f)
+        tops_a.append(a[0].score if a else float("-inf"))
+        tops_b.append(b[0].score if b else float("-inf"))
+        if progress is not None:
+            progress(i, len(qs))
+    single = {sparse: tops_a, semantic: tops_b}
+    cv = cross_validate(feats, qs, single, target_recall, target_precision, seed=seed)
+    pol = fit_policy(
+        feats,
+        qs,
+        single,
+        text_version=version,
+        sparse=sparse,
+        semantic=semantic,
+        target_recall=target_recall,
+        target_precision=target_precision,
+        seed=seed,
+        chunk_fingerprint=searcher.store.chunk_fingerprint(version),
+    )
+    path = save_policy(searcher.store.path, pol)
+    return CalibrationReport(pol, path, cv, single, len(qs))

@@ -1,0 +1,46 @@
+"""The ``sourcepage`` command: a thin shell over the public API (parse, call, print).
+
+One module per stage, each only parsing options, calling the library and printing:
+
+- ``corpus``: ingest, audit
+- ``retrieval``: index, search
+- ``labels``: judge, calibrate, reviews
+- ``serve``: serve
+- ``evaluation``: eval, bench
+
+``_common`` holds the consoles, the progress bar and ``fail``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import typer  # noqa: E402
+
+from sourcepage.cli import corpus, evaluation, labels, retrieval, serve  # noqa: E402
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Find, judge and measure the exact source pages that support a safety answer.",
+)
+# registered in the order ``sourcepage --help`` lists them
+app.command()(corpus.ingest)
+app.command()(corpus.audit)
+app.command()(retrieval.index)
+app.command()(retrieval.search)
+app.command()(labels.judge)
+app.command()(labels.calibrate)
+app.command()(serve.serve)
+app.command()(labels.reviews)
+app.command("eval")(evaluation.eval_)
+app.command()(evaluation.bench)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,5 @@
+"""``python -m sourcepage.cli``."""
+
+from sourcepage.cli import main
+
+main()

@@ -1,0 +1,48 @@
+"""What every command module shares: the two consoles, the progress bar, ``fail``.
+
+Rule for printing: text that comes from the user or the data (file names, error
+messages, titles, questions, passages, citations such as ``[doc p.3]``) is never read
+as rich markup. Print it as a ``Text``, with ``markup=False``, or ``escape`` it inside
+a markup string.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from sourcepage.retrieval.methods import METHOD_GRAMMAR
+
+__all__ = ["METHOD_GRAMMAR", "StoreOpt", "Text", "err", "escape", "fail", "out", "progress"]
+
+# a pipe or a file gets a wide table rather than rich's 80-column default
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True)
+
+StoreOpt = Annotated[Path, typer.Option("--store", help="Store directory.")]
+
+
+def progress() -> Progress:
+    """Progress bars on stderr, shown only on a terminal."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+        disable=not err.is_terminal,
+    )
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print ``error: message`` (verbatim) on stderr and exit with ``code``."""
+    err.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False)
+    raise typer.Exit(code)

@@ -1,0 +1,207 @@
+"""``sourcepage ingest`` and ``sourcepage audit``: corpus → store, and the page audit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from sourcepage.cli._common import StoreOpt, err, escape, fail, out, progress
+
+if TYPE_CHECKING:
+    from sourcepage.text.versions import TextSettings
+
+
+def ingest(
+    ctx: typer.Context,
+    corpus: Annotated[
+        Path | None, typer.Option("--corpus", help="Corpus folder (manifest.csv + pdf/: PDF, .txt, .md).")
+    ] = None,
+    store: StoreOpt = Path(".store"),
+    engine: Annotated[str, typer.Option(help="pypdfium2 (default) or pypdf (the study's).")] = "pypdfium2",
+    allow_checksum_mismatch: Annotated[bool, typer.Option(help="Warn instead of failing.")] = False,
+    chunk_size: int = 1000,
+    chunk_overlap: int = 200,
+    chunk_mode: Annotated[str, typer.Option(help="chunk, page or two_page.")] = "chunk",
+    chunk_scope: Annotated[str, typer.Option(help="page (chunks stay in a page) or document.")] = "page",
+    no_headers_footers: Annotated[bool, typer.Option(help="Keep running headers/footers.")] = False,
+    no_dehyphenate: bool = False,
+    no_whitespace: bool = False,
+    enrich_fields: Annotated[
+        str, typer.Option(help="Comma-separated header fields.")
+    ] = "title,topic,authority,jurisdiction,year,page",
+    workers: Annotated[
+        int, typer.Option(help="Extraction processes (0: one per core for corpora over 64 MB, else 1).")
+    ] = 0,
+    force: Annotated[bool, typer.Option(help="Re-extract every document.")] = False,
+    beir: Annotated[
+        Path | None,
+        typer.Option("--beir", help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/) instead of --corpus."),
+    ] = None,
+    title_in_text: Annotated[
+        bool, typer.Option(help="BEIR: page text = title + text (default: text; title in enriched).")
+    ] = False,
+) -> None:
+    """Validate, extract, audit, clean and chunk a corpus into a store (incremental)."""
+    from sourcepage.text.chunk import ChunkConfig
+    from sourcepage.text.clean import CleanConfig
+    from sourcepage.text.versions import TextSettings
+
+    try:
+        settings = TextSettings(
+            CleanConfig(not no_headers_footers, not no_dehyphenate, not no_whitespace),
+            ChunkConfig(chunk_size, chunk_overlap, chunk_mode, chunk_scope),
+            tuple(f.strip() for f in enrich_fields.split(",") if f.strip()),
+        )
+    except ValueError as e:
+        fail(str(e))
+    if beir is not None:
+        if corpus is not None:
+            fail("give --corpus or --beir, not both")
+
+        # typer vendors click: compare the parameter source by name
+        def given(name: str) -> bool:
+            return getattr(ctx.get_parameter_source(name), "name", "") != "DEFAULT"
+
+        _ingest_beir(beir, store, settings, given("chunk_mode"), given("enrich_fields"), title_in_text, force)
+        return
+    if corpus is None:
+        fail("give --corpus DIR (or --beir DIR)")
+    from sourcepage.ingest import ingest as run
+
+    with progress() as prog:
+        task = prog.add_task("extracting", total=None)
+
+        def tick(done: int, total: int, doc_id: str) -> None:
+            prog.update(task, completed=done, total=total, description=f"extracted {escape(doc_id)}")
+
+        try:
+            rep = run(
+                corpus,
+                store,
+                engine=engine,
+                allow_checksum_mismatch=allow_checksum_mismatch,
+                settings=settings,
+                workers=workers or None,
+                force=force,
+                progress=tick,
+            )
+        except ValueError as e:  # ManifestError among them
+            fail(str(e))
+    rate = rep.pages_extracted / rep.wall_seconds if rep.wall_seconds else 0.0
+    out.print(f"[bold]store[/] {escape(str(rep.store))}  engine {escape(rep.engine)}")
+    out.print(
+        f"extracted {len(rep.extracted)} documents ({rep.pages_extracted} pages, "
+        f"{rep.extract_seconds:.2f} s in the extractor, {rate:.0f} pages/s overall), "
+        f"rebuilt {len(rep.rebuilt)}, unchanged {len(rep.unchanged)}, failed {len(rep.failed)}, "
+        f"removed {len(rep.removed)} in {rep.wall_seconds:.2f} s"
+    )
+    out.print("chunks: " + ", ".join(f"{v} {n}" for v, n in rep.chunks.items()), markup=False)
+    for doc_id, why in sorted(rep.failed.items()):
+        err.print(f"[yellow]skipped[/] {escape(doc_id)}: {escape(why)}", highlight=False)
+    for w in rep.warnings:
+        err.print(f"[yellow]warning[/] {escape(str(w))}", highlight=False)
+
+
+def _ingest_beir(
+    beir: Path,
+    store: Path,
+    settings: TextSettings,
+    chunk_mode_given: bool,
+    enrich_fields_given: bool,
+    title_in_text: bool,
+    force: bool,
+) -> None:
+    """``ingest --beir``: BEIR defaults unless given, one chunk a document enriched
+    with the title only."""
+    from dataclasses import replace
+
+    from sourcepage.corpus.beir import BEIR_ENRICH_FIELDS, ingest_beir
+
+    if not chunk_mode_given:
+        settings = replace(settings, chunk=replace(settings.chunk, mode="page"))
+    if not enrich_fields_given:
+        settings = replace(settings, enrich_fields=BEIR_ENRICH_FIELDS)
+    with progress() as prog:
+        task = prog.add_task("corpus.jsonl", total=None)
+
+        def tick(done: int, total: int, label: str) -> None:
+            prog.update(
+                task, completed=done, total=total, description=f"corpus.jsonl (bytes): {escape(label)}"
+            )
+
+        try:
+            rep = ingest_beir(
+                beir, store, settings=settings, title_in_text=title_in_text, force=force, progress=tick
+            )
+        except (ValueError, OSError) as e:  # BeirError among them
+            fail(str(e))
+    out.print(f"[bold]store[/] {escape(str(rep.store))}  BEIR {escape(rep.dataset)}")
+    if rep.skipped_unchanged_file:
+        out.print(f"{rep.documents} documents; corpus.jsonl unchanged since the last ingest")
+    else:
+        out.print(
+            f"{rep.documents} documents: written {rep.written}, unchanged {rep.unchanged}, "
+            f"removed {rep.removed}, duplicate ids {rep.duplicates}, empty {rep.empty} "
+            f"in {rep.wall_seconds:.2f} s"
+        )
+    out.print("chunks: " + ", ".join(f"{v} {n}" for v, n in rep.chunks.items()), markup=False)
+    for w in rep.warnings:
+        err.print(f"[yellow]warning[/] {escape(str(w))}", highlight=False)
+
+
+def audit(
+    store: StoreOpt = Path(".store"),
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the page audit as CSV.")] = None,
+    pages: Annotated[bool, typer.Option(help="List every flagged page.")] = False,
+) -> None:
+    """Per-document layout/quality audit: low-text, image and multi-column pages."""
+    from sourcepage.corpus.audit import AUDIT_FLAGS, audit_csv, page_flags, summarize_audit
+    from sourcepage.store.db import Store, StoreError
+    from sourcepage.store.files import write_text
+
+    try:
+        st = Store(store)
+    except StoreError as e:
+        fail(str(e))
+    rows = st.page_rows()
+    n_docs = len(st.documents())
+    docs, total = summarize_audit(rows)
+    t = Table(title=f"Page audit — {escape(str(store))}", show_lines=False)
+    for col in (
+        "document",
+        "pages",
+        "chars/page",
+        "<100",
+        "<300",
+        "images",
+        "multi-col",
+        "spacing",
+        "contents",
+    ):
+        t.add_column(col, justify="left" if col == "document" else "right", no_wrap=True)
+    for d in docs:
+        t.add_row(
+            escape(d.doc_id),
+            str(d.pages),
+            f"{d.chars_per_page:.0f}",
+            *(str(d.counts[k]) for k in AUDIT_FLAGS),
+        )
+    t.add_section()
+    t.add_row(
+        "all", str(total.pages), f"{total.chars_per_page:.0f}", *(str(total.counts[k]) for k in AUDIT_FLAGS)
+    )
+    out.print(t)
+    out.print(f"{n_docs} documents. Flags are automated risk indicators, not adjudicated labels.")
+    if pages:
+        for r in rows:
+            flags = page_flags(r)
+            if flags:
+                out.print(
+                    f"  {r['doc_id']}#p{r['page_no']}: {', '.join(flags)} ({r['chars']} chars)", markup=False
+                )
+    if csv_path:
+        write_text(csv_path, audit_csv(rows))
+        out.print(f"wrote {csv_path}", markup=False)

@@ -1,0 +1,262 @@
+"""``sourcepage eval`` (an experiment design, or a BEIR folder) and ``sourcepage bench``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, err, escape, fail, out, progress
+
+#: what a benchmark row of a peer package that is not installed says
+NOT_INSTALLED = "not installed"
+
+
+def _ticker(prog: Any) -> Any:
+    """A ``progress(label, done, total)`` callback with one bar per label."""
+    tasks: dict[str, Any] = {}
+
+    def tick(label: str, done: int, total: int) -> None:
+        if label not in tasks:
+            tasks[label] = prog.add_task(escape(label), total=total)
+        prog.update(tasks[label], completed=done, total=total)
+
+    return tick
+
+
+def eval_(
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")],
+    questions: Annotated[Path | None, typer.Option("--questions", help="questions.jsonl (spec §3).")] = None,
+    corpus: Annotated[
+        Path | None, typer.Option("--corpus", help="Corpus folder; default ../shared/corpus where present.")
+    ] = None,
+    versions: Annotated[str | None, typer.Option(help="Comma-separated text versions.")] = None,
+    methods: Annotated[str | None, typer.Option(help=f"Comma-separated methods ({METHOD_GRAMMAR}).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="experiment.yaml (README).")] = None,
+    store: Annotated[Path | None, typer.Option("--store", help="Store cache (default OUT/store).")] = None,
+    bootstrap: Annotated[int | None, typer.Option(help="Bootstrap resamples (default 20000).")] = None,
+    beir: Annotated[
+        Path | None, typer.Option("--beir", help="Evaluate on a BEIR folder instead of --questions.")
+    ] = None,
+    split: Annotated[str, typer.Option(help="BEIR qrels split (qrels/<split>.tsv).")] = "test",
+    title_in_text: Annotated[bool, typer.Option(help="BEIR: page text = title + text.")] = False,
+    keep_identical_ids: Annotated[
+        bool, typer.Option(help="BEIR: keep documents whose id equals the query id.")
+    ] = False,
+) -> None:
+    """Run an experiment design and write metrics.json, ranked.jsonl, report.md and more."""
+    if beir is not None:
+        if questions is not None or corpus is not None or config is not None:
+            fail("--beir replaces --questions, --corpus and --config")
+        _eval_beir(
+            beir, out_dir, methods, versions, split, store, bootstrap, title_in_text, keep_identical_ids
+        )
+        return
+    if questions is None:
+        fail("give --questions FILE (or --beir DIR)")
+    from sourcepage.corpus.fetch import CorpusUnavailable, locate_corpus
+    from sourcepage.evaluation.experiment import Design, run_experiment
+
+    def downloading(manifest: Path) -> None:
+        err.print(
+            f"no local corpus: downloading the documents of {manifest} (checksums verified)", markup=False
+        )
+
+    try:
+        corpus = locate_corpus(questions, corpus, on_download=downloading)
+    except CorpusUnavailable as e:
+        for doc_id, why in sorted(e.report.problems.items() if e.report else ()):
+            err.print(f"[yellow]not fetched[/] {escape(doc_id)}: {escape(why)}", highlight=False)
+        fail(str(e))
+    try:
+        design = Design.from_yaml(config) if config else Design()
+        design.override(
+            versions.split(",") if versions else None, methods.split(",") if methods else None, bootstrap
+        )
+    except (ValueError, OSError) as e:
+        fail(str(e))
+    with progress() as prog:
+        try:
+            m = run_experiment(corpus, questions, out_dir, design=design, store=store, progress=_ticker(prog))
+        except ValueError as e:  # ManifestError and QuestionError among them
+            fail(str(e))
+    q = m["questions"]
+    t = Table(
+        title=f"Page-level retrieval — {q['answerable']} answerable, {q['unsupported']} unsupported, "
+        f"{q['out_of_domain']} out-of-domain questions",
+        title_justify="left",
+    )
+    cols = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "mrr", "ndcg@10", "doc_hit@3")
+    for col in ("version", "method", *cols, "AUROC broad", "AUROC near", "ms p50"):
+        t.add_column(col, justify="left" if col in ("version", "method") else "right", no_wrap=True)
+    for r in m["runs"]:
+        t.add_row(
+            escape(r["text_version"]),
+            escape(r["method"]),
+            *(f"{r[c]:.3f}" for c in cols),
+            *(f"{r['auroc'][k]:.3f}" if r["auroc"][k] is not None else "–" for k in ("broad", "near_domain")),
+            f"{r['query_ms']['p50']:.2f}",
+        )
+    out.print(t)
+    out.print(
+        f"report: {out_dir / 'report.md'}  (metrics.json, ranked.jsonl, stats.json, run.json, trec/)",
+        markup=False,
+    )
+
+
+def _eval_beir(
+    beir: Path,
+    out_dir: Path,
+    methods: str | None,
+    versions: str | None,
+    split: str,
+    store: Path | None,
+    bootstrap: int | None,
+    title_in_text: bool,
+    keep_identical_ids: bool,
+) -> None:
+    from sourcepage.evaluation.beir import run_beir
+
+    with progress() as prog:
+        try:
+            bm = run_beir(
+                beir,
+                out_dir,
+                (methods or "bm25").split(","),
+                (versions or "raw").split(","),
+                split,
+                store,
+                _ticker(prog),
+                title_in_text=title_in_text,
+                ignore_identical_ids=not keep_identical_ids,
+                **({"bootstrap": bootstrap} if bootstrap is not None else {}),
+            )
+        except (ValueError, OSError) as e:  # BeirError among them
+            fail(str(e))
+    q = bm["queries"]
+    t = Table(
+        title=escape(
+            f"BEIR {bm['dataset']} ({bm['split']}) — {q['evaluated']} queries, "
+            f"{bm['skipped_queries']} skipped (no relevant document or no text), depth {bm['depth']}"
+        ),
+        title_justify="left",
+    )
+    cols = ("ndcg_cut_10", "mrr@10", "recall@100", "hit@10", "ndcg@10")
+    for col in ("version", "method", *cols, "ms p50"):
+        t.add_column(col, justify="left" if col in ("version", "method") else "right", no_wrap=True)
+    for r in bm["runs"]:
+        t.add_row(
+            escape(r["text_version"]),
+            escape(r["method"]),
+            *(f"{r[c]:.4f}" for c in cols),
+            f"{r['query_ms']['p50']:.2f}",
+        )
+    out.print(t)
+    out.print(
+        f"report: {out_dir / 'report.md'}  (metrics.json, ranked.jsonl, stats.json, trec/)", markup=False
+    )
+
+
+def bench(
+    corpus: Annotated[Path, typer.Option("--corpus", help="Corpus folder (manifest.csv + pdf/).")],
+    questions: Annotated[Path, typer.Option("--questions", help="questions.jsonl to time.")],
+    store: StoreOpt = Path(".store"),
+    repeats: Annotated[int, typer.Option(help="Repeats per measurement (medians reported).")] = 5,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON.")] = None,
+) -> None:
+    """Time extraction, BM25 index build and query latency here, next to the study's §3.8."""
+    from sourcepage.evaluation.bench import run_bench
+
+    try:
+        r = run_bench(corpus, questions, store, repeats, progress=lambda s: err.print(f"[dim]timing {s}…[/]"))
+    except (ValueError, OSError) as e:  # ManifestError and QuestionError among them
+        fail(str(e))
+    mach = r["machine"]
+    pk = ", ".join(f"{k} {v}" for k, v in mach["packages"].items() if v)
+    out.print(
+        f"[bold]Machine:[/] {escape(mach['cpu'])}, {mach['cpu_count']} CPUs, {escape(mach['platform'])}, "
+        f"Python {mach['python']}; {escape(pk)}. Medians over {repeats} repeat(s).",
+        highlight=False,
+    )
+    _print_extraction(r)
+    _print_index_build(r)
+    _print_query(r)
+    p = r["parity"]
+    if p.get("installed", True):
+        mark = "[green]ok[/]" if p["ok"] else "[bold red]MISMATCH[/]"
+        out.print(
+            f"Parity with rank_bm25 BM25Okapi(epsilon=0) over {p['questions']} questions: "
+            f"max |Δscore| = {p['max_abs_diff']:.3g} (tolerance {p['tolerance']:g}) {mark}"
+        )
+    else:
+        out.print(f"Parity with rank_bm25 BM25Okapi(epsilon=0): {NOT_INSTALLED} (dev extra)")
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(r, indent=2) + "\n", encoding="utf-8")
+        out.print(f"json: {json_out}", markup=False)
+    if p["ok"] is False:
+        raise typer.Exit(1)
+
+
+def _print_extraction(r: dict[str, Any]) -> None:
+    ref = r["reference"]
+    t = Table(title=f"Extraction — {r['extraction']['documents']} PDFs, serial", title_justify="left")
+    for col in ("engine", "pages", "seconds", "pages/s", "× study"):
+        t.add_column(col, justify="left" if col == "engine" else "right")
+    for name, e in r["extraction"]["engines"].items():
+        t.add_row(
+            name, str(e["pages"]), f"{e['seconds']:.3f}", f"{e['pages_per_s']:.1f}", f"{e['x_study']:.2f}"
+        )
+    t.add_row(
+        "study (pypdf)",
+        str(ref["extract_pages"]),
+        f"{ref['extract_seconds']:.3f}",
+        f"{ref['extract_pages_per_s']:.1f}",
+        "1.00",
+        style="dim",
+    )
+    out.print(t)
+
+
+def _print_index_build(r: dict[str, Any]) -> None:
+    ix = r["index_build"]
+    t = Table(
+        title=f"BM25 index build — {ix['chunks']} raw chunks, {ix['tokens']} tokens "
+        f"(tokenizing them: {r['chunks']['tokenize_seconds']:.3f} s)",
+        title_justify="left",
+    )
+    for col in ("index", "seconds", "÷ study 0.074 s"):
+        t.add_column(col, justify="left" if col == "index" else "right")
+    for name, b in ix["builds"].items():
+        if b.get("installed", True):
+            t.add_row(name, f"{b['seconds']:.4f}", f"{b['x_study']:.2f}")
+        else:
+            t.add_row(name, NOT_INSTALLED, "")
+    out.print(t)
+
+
+def _print_query(r: dict[str, Any]) -> None:
+    q = r["query"]
+    t = Table(
+        title=f"BM25 query latency (ms) — {q['questions']} questions, after one warm-up query",
+        title_justify="left",
+    )
+    for col in ("path", "mean", "p50", "p95", "max", "p50 ÷ rank_bm25", "p50 ÷ study 0.671"):
+        t.add_column(col, justify="left" if col == "path" else "right", no_wrap=True)
+    for name, s in q["paths"].items():
+        if not s.get("installed", True):
+            t.add_row(name, NOT_INSTALLED, "", "", "", "", "")
+            continue
+        ratio = s["x_rank_bm25_p50"]
+        t.add_row(
+            name,
+            *(f"{s[k]:.3f}" for k in ("mean", "p50", "p95", "max")),
+            "–" if ratio is None else f"{ratio:.3f}",
+            f"{s['x_study_p50']:.3f}",
+        )
+    rq = r["reference"]["query_ms"]
+    t.add_row("study", *(f"{rq[k]:.3f}" for k in ("mean", "p50", "p95", "max")), "", "1.000", style="dim")
+    out.print(t)

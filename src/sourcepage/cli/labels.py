@@ -1,0 +1,233 @@
+"""Labels from people: ``sourcepage judge`` (relevance judgments), ``calibrate`` (the
+answer / review / refuse policy) and ``reviews`` (the reviewer log)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, err, escape, fail, out, progress
+
+if TYPE_CHECKING:
+    from sourcepage.judge.session import Card
+
+
+def _ask(prompt: str) -> str:
+    """One line from the terminal; Ctrl-D / Ctrl-C end the input."""
+    try:
+        return typer.prompt(prompt, default="", show_default=False)
+    except typer.Abort as e:
+        raise EOFError from e
+
+
+def _hint(message: str) -> None:
+    err.print(message, highlight=False, markup=False)
+
+
+def _show(card: Card) -> None:
+    """A question, the page to grade and the window of its text, query terms bold."""
+    out.rule(escape(card.header))
+    if card.question is not None:
+        out.print(Text(f"{card.question_id}: {card.question.question}", style="bold"))
+        for p in card.question.answer_points:
+            out.print(Text(f"  • {p}"))
+    out.print(Text(f"page {card.page} — {card.title}", style="bold cyan"))
+    text = Text(card.text)
+    for a, b in card.marks:
+        text.stylize("bold yellow", a, b)
+    out.print(text)
+    if card.grades:
+        out.print(Text("   ".join(f"{name}: {grade}" for name, grade in card.grades)))
+
+
+def judge(
+    store: StoreOpt = Path(".store"),
+    questions: Annotated[Path, typer.Option("--questions", help="questions.jsonl (spec §3).")] = Path(
+        "questions.jsonl"
+    ),
+    reviewer: Annotated[str, typer.Option("--reviewer", help="Your reviewer name.")] = "",
+    methods: Annotated[
+        str, typer.Option(help=f"Comma-separated methods whose pages are pooled ({METHOD_GRAMMAR}).")
+    ] = "bm25,lsa",
+    depth: Annotated[int, typer.Option(help="Pages pooled per method and question.")] = 10,
+    version: Annotated[str, typer.Option(help="Text version searched for the pool.")] = "raw",
+    db: Annotated[
+        Path | None, typer.Option("--db", help="Judgments file (default STORE/judgments.sqlite).")
+    ] = None,
+    kappa: Annotated[
+        str | None, typer.Option("--kappa", help="Other reviewer: print Cohen's kappa and disagreements.")
+    ] = None,
+    export_to: Annotated[
+        Path | None, typer.Option("--export", help="Write the judged questions.jsonl here.")
+    ] = None,
+    adjudicate_: Annotated[
+        bool, typer.Option("--adjudicate", help="Walk the disagreements with --kappa OTHER and settle them.")
+    ] = False,
+) -> None:
+    """Judge pooled pages for each question (resumable); kappa, adjudication and export."""
+    from sourcepage import judge as J
+    from sourcepage.evaluation.questions import QuestionError, read_questions
+    from sourcepage.retrieval.search import Searcher
+    from sourcepage.store.db import Store, StoreError
+
+    if not reviewer.strip():
+        fail("--reviewer NAME is required")
+    if reviewer.startswith(J.ADJUDICATOR):
+        fail(f"reviewer names starting with {J.ADJUDICATOR!r} are reserved")
+    if adjudicate_ and not kappa:
+        fail("--adjudicate needs --kappa OTHER (the reviewer to reconcile with)")
+    if depth < 1:
+        fail(f"--depth must be at least 1, got {depth}")
+    try:
+        st = Store(store)
+        qs = read_questions(questions, st.page_ids())
+    except (StoreError, QuestionError, OSError) as e:
+        fail(str(e))
+    conn = J.connect(db or J.default_path(store))
+    cards = J.Cards(st, qs)
+    terminal = {"ask": _ask, "show": _show, "say": _hint}
+
+    acted = False
+    if kappa:
+        acted = True
+        k = J.cohens_kappa(conn, reviewer, kappa)
+        kap = "undefined" if k["kappa"] is None else f"{k['kappa']:.3f}"
+        agr = "–" if k["agreement"] is None else f"{k['agreement']:.3f}"
+        out.print(
+            f"Cohen's kappa {reviewer} vs {kappa}: {kap} over {k['n']} pairs (agreement {agr})", markup=False
+        )
+        dis = J.disagreements(conn, reviewer, kappa)
+        if dis:
+            t = Table(title=f"{len(dis)} disagreements", title_justify="left")
+            for col in ("question", "page", reviewer, kappa):
+                t.add_column(escape(col), no_wrap=True)
+            for d in dis:
+                t.add_row(escape(d["question_id"]), escape(d["page"]), str(d[reviewer]), str(d[kappa]))
+            out.print(t)
+        else:
+            out.print("no disagreements")
+        if adjudicate_:
+            J.adjudicate_pairs(conn, cards, dis, reviewer, kappa, **terminal)
+    if export_to is not None:
+        acted = True
+        rep = J.export(conn, qs, export_to, reviewer=reviewer)
+        for w in rep.warnings:
+            err.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
+        out.print(
+            f"wrote {rep.questions} questions to {export_to} "
+            f"({len(rep.changed)} with changed evidence, {len(rep.warnings)} warnings)",
+            highlight=False,
+            markup=False,
+        )
+    if acted:
+        return
+    try:
+        pooled = J.pool(
+            Searcher(st, version), qs, [m.strip() for m in methods.split(",") if m.strip()], depth
+        )
+    except (ValueError, RuntimeError) as e:
+        fail(str(e))
+    todo = J.pending(conn, pooled, reviewer)
+    total = sum(len(v) for v in pooled.values())
+    out.print(f"{reviewer}: {total - len(todo)}/{total} pooled pages judged, {len(todo)} to go", markup=False)
+    done = J.judge_pairs(conn, cards, todo, reviewer, **terminal)
+    left = len(J.pending(conn, pooled, reviewer))
+    out.print(f"recorded {done} judgments; {left} pending (run again to resume)")
+
+
+def calibrate(
+    questions: Annotated[Path, typer.Option("--questions", help="Development questions (spec §3).")],
+    store: StoreOpt = Path(".store"),
+    version: Annotated[str, typer.Option(help="Text version.")] = "raw",
+    sparse: Annotated[str, typer.Option(help="Sparse method.")] = "bm25",
+    semantic: Annotated[str, typer.Option(help="Semantic method (dense[:model] or lsa).")] = "dense",
+    target_recall: Annotated[float, typer.Option(help="Answerable recall to keep.")] = 0.95,
+    target_precision: Annotated[float, typer.Option(help="Precision needed to answer.")] = 0.95,
+    seed: int = 42,
+) -> None:
+    """Fit the answer / review / refuse policy on development questions; store it with the index."""
+    from sourcepage.evaluation.answerability import CLASSES, held_out
+    from sourcepage.evaluation.questions import QuestionError, read_questions
+    from sourcepage.store.db import Store, StoreError
+    from sourcepage.support.calibrate import run_calibration
+
+    try:
+        st = Store(store)
+        qs = read_questions(questions, known_pages=st.page_ids())
+        with progress() as prog:
+            task = prog.add_task("features", total=len(qs))
+            rep = run_calibration(
+                st,
+                qs,
+                version=version,
+                sparse=sparse,
+                semantic=semantic,
+                target_recall=target_recall,
+                target_precision=target_precision,
+                seed=seed,
+                progress=lambda done, _total: prog.update(task, completed=done),
+            )
+    except (StoreError, QuestionError, ValueError, RuntimeError) as e:
+        fail(str(e))
+    t = Table(
+        title=escape(f"Held-out ({rep.cv['folds']}-fold) answerability, {sparse} + {semantic} on {version}")
+    )
+    for col in ("policy", "AUROC near", "answerable refused", "unsupported refused", "out-of-domain refused"):
+        t.add_column(col, justify="left" if col == "policy" else "right")
+    for h in held_out(rep.cv, qs, rep.single_scores):
+        t.add_row(escape(h.policy), f"{h.auroc_near:.3f}", *(f"{h.refused[c]:.0%}" for c in CLASSES))
+    out.print(t)
+    pol = rep.policy
+    out.print(
+        f"policy fitted on {rep.questions} questions: refuse below P={pol.t_refuse:.3f}, answer at or above "
+        f"P={pol.t_answer:.3f}; stored in {rep.path}",
+        markup=False,
+    )
+
+
+def reviews(
+    store: StoreOpt = Path(".store"),
+    question: Annotated[str | None, typer.Option(help="Record a review of this question.")] = None,
+    decision: Annotated[str | None, typer.Option(help="The reviewer's decision: answer or refuse.")] = None,
+    page: Annotated[
+        list[str] | None, typer.Option("--page", help="Accepted evidence page; repeatable.")
+    ] = None,
+    reviewer: Annotated[str | None, typer.Option(help="Who reviewed.")] = None,
+    note: str = "",
+    method: Annotated[
+        str, typer.Option(help=f"Method whose decision is recorded ({METHOD_GRAMMAR}).")
+    ] = "bm25",
+    version: str = "raw",
+    export: Annotated[Path | None, typer.Option(help="Write the log as questions.jsonl.")] = None,
+) -> None:
+    """The reviewer log of referred questions: record a decision, list the log, export it."""
+    from sourcepage.store.db import Store, StoreError
+    from sourcepage.store.files import write_text
+    from sourcepage.support import review as R
+
+    try:
+        st = Store(store)
+        if question:
+            from sourcepage.api import search
+
+            system = search(question, store, method=method, k=5, version=version, answer=False)["decision"]
+            R.record(
+                store, question, method, version, system, decision or "", page or [], reviewer or "", note
+            )
+        log = R.list_reviews(store)
+    except (StoreError, ValueError) as e:
+        fail(str(e))
+    t = Table(title=f"Reviewer log — {escape(str(store))}")
+    for col in ("id", "when", "reviewer", "system", "decision", "pages", "question"):
+        t.add_column(col, overflow="fold")
+    for r in log:
+        cells = (r.created_at, r.reviewer, r.system_decision, r.decision, " ".join(r.pages), r.question)
+        t.add_row(str(r.id), *(escape(c) for c in cells))
+    out.print(t)
+    if export:
+        topics = {d.doc_id: d.topic for d in st.documents()}
+        write_text(export, R.export_jsonl(log, topics))
+        out.print(f"wrote {export}", markup=False)

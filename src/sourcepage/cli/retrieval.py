@@ -1,0 +1,139 @@
+"""``sourcepage index`` and ``sourcepage search``: build indexes, rank source pages."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, escape, fail, out, progress
+
+
+def index(
+    store: StoreOpt = Path(".store"),
+    version: Annotated[str, typer.Option(help="raw, cleaned, enriched or all.")] = "all",
+    method: Annotated[
+        str, typer.Option(help=f"Comma-separated methods ({METHOD_GRAMMAR}); their base indexes are built.")
+    ] = "bm25,lsa",
+) -> None:
+    """Build (atomically) the indexes of the given methods and text versions."""
+    import time
+
+    from sourcepage.retrieval.index import build_index, index_params, index_size_bytes
+    from sourcepage.retrieval.methods import parse_methods
+    from sourcepage.store.db import Store, StoreError
+
+    try:
+        st = Store(store)
+        methods = [b for m in parse_methods(method) for b in m.bases()]
+    except (StoreError, ValueError) as e:
+        fail(str(e))
+    versions = ["raw", "cleaned", "enriched"] if version == "all" else version.split(",")
+    t = Table(title="Indexes")
+    for col in ("version", "method", "chunks", "seconds", "size"):
+        t.add_column(col, justify="right" if col in ("chunks", "seconds", "size") else "left")
+    with progress() as prog:
+        for v in versions:
+            for m in dict.fromkeys(methods):
+                task = prog.add_task(escape(f"{v} {m.name}"), total=None)
+                t0 = time.perf_counter()
+                try:
+                    path = build_index(
+                        st, v, m, progress=lambda d, n, task=task: prog.update(task, completed=d, total=n)
+                    )
+                except ValueError as e:
+                    fail(str(e))
+                prog.update(task, completed=1, total=1)
+                t.add_row(
+                    escape(v),
+                    m.name,
+                    str(index_params(path)["chunks"]),
+                    f"{time.perf_counter() - t0:.2f}",
+                    f"{index_size_bytes(path) / 1024:.0f} KiB",
+                )
+    out.print(t)
+
+
+def _highlight(passage: str, spans: list[tuple[int, int]], limit: int = 400) -> Text:
+    """Up to ``limit`` characters of a passage from shortly before its first query term,
+    on one line, the terms bold."""
+    start = max(0, spans[0][0] - 120) if spans else 0
+    text = Text(("…" if start else "") + passage[start : start + limit].replace("\n", " "))
+    off = 1 if start else 0
+    for a, b in spans:
+        if a >= start and b <= start + limit:
+            text.stylize("bold yellow", a - start + off, b - start + off)
+    return text
+
+
+def search(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    store: StoreOpt = Path(".store"),
+    method: Annotated[str, typer.Option(help=f"{METHOD_GRAMMAR}.")] = "bm25",
+    k: Annotated[int, typer.Option("-k", "--k", help="Pages to return (1-100).")] = 10,
+    version: Annotated[str, typer.Option(help="raw, cleaned or enriched.")] = "raw",
+    filter_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--filter", help="field=value[,value]; repeatable. year_from=YYYY / year_to=YYYY bound the year."
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (README documents the schema).")
+    ] = False,
+) -> None:
+    """Rank the source pages that support a question, with provenance and a decision."""
+    from sourcepage import api
+    from sourcepage.store.db import StoreError
+
+    if not 1 <= k <= 100:
+        fail(f"-k must be between 1 and 100, got {k}")
+    try:
+        filters = api.filters_from_pairs(filter_)
+        res = api.search(question, store, method=method, k=k, version=version, filters=filters, log=True)
+    except (StoreError, ValueError, RuntimeError) as e:
+        fail(str(e))
+    if as_json:
+        sys.stdout.write(json.dumps(res, ensure_ascii=False, indent=2) + "\n")
+        return
+    t = Table(title=escape(f"{res['method']} · {version} · {question}"), title_justify="left")
+    for col in ("rank", "page", "score", "title", "authority", "jur.", "year", "type", "role"):
+        t.add_column(
+            col,
+            no_wrap=col != "title",
+            overflow="ellipsis",
+            justify="right" if col in ("rank", "score") else "left",
+        )
+    for r in res["results"]:
+        t.add_row(
+            str(r["rank"]),
+            escape(r["page"]),
+            f"{r['score']:.4g}",
+            escape(r["title"][:48]),
+            *(escape(str(r[c])) for c in ("authority", "jurisdiction", "year", "doc_type", "role")),
+        )
+    out.print(t)
+    colour = {"answer": "green", "refuse": "red", "review": "yellow"}[res["decision"]]
+    out.print(
+        f"[bold {colour}]decision: {res['decision']}[/] — " + escape(" ".join(res["reasons"])),
+        highlight=False,
+    )
+    if len(res["jurisdictions"]) > 1:
+        out.print(
+            f"[bold yellow]Note:[/] the top pages come from {len(res['jurisdictions'])} "
+            f"jurisdictions ({escape(', '.join(res['jurisdictions']))}); do not treat their requirements "
+            "as interchangeable.",
+            highlight=False,
+        )
+    ans = res.get("answer") or {}
+    if ans.get("quotes"):
+        out.print(Text(f"\nsupporting sentences ({ans['status']}):", style="bold"))
+        for q in ans["quotes"]:
+            out.print(f"  \u201c{q['text']}\u201d {q['citation']}", highlight=False, markup=False)
+    for r in res["results"][:3]:
+        out.print(Text(f"\n[{r['rank']}] {r['page']} ({r['chunk_id']})", style="bold"))
+        out.print(_highlight(r["passage"], [tuple(s) for s in r["highlights"]]))

@@ -1,0 +1,164 @@
+"""The ``sourcepage`` command as a whole: user and data text is printed verbatim (never
+read as rich markup), help texts name the method grammar, audit and the eval fallback."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sourcepage.cli import app, main
+from sourcepage.retrieval.methods import METHOD_GRAMMAR
+
+
+def _flat(text: str) -> str:
+    """Output with rich's line wrapping and help-panel borders undone."""
+    return " ".join(text.replace("│", " ").split())
+
+
+def test_entry_points() -> None:
+    assert callable(main)
+    res = subprocess.run(
+        [sys.executable, "-m", "sourcepage.cli", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0 and "search" in res.stdout and "bench" in res.stdout
+
+
+@pytest.mark.parametrize("command", ["search", "index", "judge", "eval", "reviews"])
+def test_method_help_names_the_grammar(command: str) -> None:
+    res = CliRunner().invoke(app, [command, "--help"])
+    assert res.exit_code == 0
+    assert "rerank:" in res.output
+    assert METHOD_GRAMMAR in _flat(res.output)
+
+
+def test_error_message_printed_verbatim(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import sourcepage.ingest
+
+    def broken(*args, **kwargs):
+        raise ValueError("manifest.csv:1 [missing column: title] in [bold]x[/bold]")
+
+    monkeypatch.setattr(sourcepage.ingest, "ingest", broken)
+    res = CliRunner().invoke(app, ["ingest", "--corpus", str(tmp_path), "--store", str(tmp_path / "s")])
+    assert res.exit_code == 2
+    assert "error: manifest.csv:1 [missing column: title] in [bold]x[/bold]" in res.output
+
+
+def test_manifest_error_keeps_its_column(fresh_corpus: Path, tmp_path: Path) -> None:
+    path = fresh_corpus / "manifest.csv"
+    rows = list(csv.DictReader(path.open(encoding="utf-8")))
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=[c for c in rows[0] if c != "title"], extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    res = CliRunner().invoke(app, ["ingest", "--corpus", str(fresh_corpus), "--store", str(tmp_path / "s")])
+    assert res.exit_code == 2
+    assert "csv:1 [title]: required column missing from header" in _flat(res.output)
+
+
+def _fake_result(question: str) -> dict:
+    page = {
+        "rank": 1,
+        "page": "doc#p3",
+        "doc_id": "doc",
+        "page_number": 3,
+        "score": 1.5,
+        "chunk_id": "doc#p3#c1",
+        "passage": "As [doc p.3] says, each [red]lock[/red] is removed by its owner.",
+        "highlights": [[24, 28]],
+        "title": "[draft] Lockout guide",
+        "authority": "[OSHA]",
+        "jurisdiction": "US",
+        "year": "2023",
+        "doc_type": "guidance",
+        "role": "primary",
+    }
+    return {
+        "question": question,
+        "method": "bm25",
+        "text_version": "raw",
+        "decision": "review",
+        "reasons": ["compare [doc p.3] first."],
+        "jurisdictions": ["US", "[UK]"],
+        "results": [page],
+        "answer": {
+            "status": "draft for review",
+            "quotes": [{"text": "Each lock is removed [sic].", "citation": "[osha3120-lockout-tagout p.22]"}],
+        },
+    }
+
+
+def test_search_prints_passages_and_citations_verbatim(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from sourcepage import api
+
+    monkeypatch.setattr(api, "search", lambda question, store, **kw: _fake_result(question))
+    question = "What does [doc p.3] say about [bold]locks[/bold]?"
+    res = CliRunner().invoke(app, ["search", question, "--store", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert f"bm25 · raw · {question}" in out
+    assert "[draft] Lockout guide" in out and "[OSHA]" in out
+    assert "decision: review — compare [doc p.3] first." in out
+    assert "jurisdictions (US, [UK])" in out
+    assert "\u201cEach lock is removed [sic].\u201d [osha3120-lockout-tagout p.22]" in out
+    assert "As [doc p.3] says, each [red]lock[/red] is removed by its owner." in out
+
+
+def test_judge_card_and_hint_print_verbatim(capsys: pytest.CaptureFixture[str]) -> None:
+    from sourcepage.cli.labels import _hint, _show
+    from sourcepage.judge.session import Card
+    from sourcepage.records import Question
+
+    q = Question(
+        id="Q[1]",
+        question="What does [doc p.3] require?",
+        topic="t",
+        type="direct",
+        answerability="answerable",
+        answer_points=("[a] point",),
+    )
+    text = "see [doc p.3] here"
+    _show(Card("1/2", "Q[1]", q, "doc#p3", "[draft] guide", text, ((4, 13),), (("[ann]", 1), ("bob", 2))))
+    _hint("answer [0], 1, 2, s or q")
+    cap = capsys.readouterr()
+    for part in ("Q[1]: What does [doc p.3] require?", "• [a] point", "page doc#p3 — [draft] guide", text):
+        assert part in cap.out
+    assert "[ann]: 1   bob: 2" in cap.out
+    assert "answer [0], 1, 2, s or q" in cap.err
+
+
+def test_audit_command(safety_store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "audit.csv"
+    res = CliRunner().invoke(app, ["audit", "--store", str(safety_store), "--pages", "--csv", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "Page audit" in res.output and "4 documents. Flags are automated risk indicators" in res.output
+    assert "confined_space_entry#p2: low_text_100, low_text_300 (0 chars)" in res.output
+    assert f"wrote {out}" in res.output and len(out.read_text().splitlines()) == 12
+    res = CliRunner().invoke(app, ["audit", "--store", str(tmp_path / "nope")])
+    assert res.exit_code == 2 and "error:" in res.output
+
+
+def test_eval_reports_what_could_not_be_fetched(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from sourcepage.corpus import fetch
+
+    def unavailable(questions, corpus=None, *, on_download=None, **kw):
+        on_download(tmp_path / "[set]" / "manifest.csv")
+        rep = fetch.FetchReport(
+            tmp_path / "cache", problems={"doc-b": "cannot download [x]", "doc-a": "no url"}
+        )
+        raise fetch.CorpusUnavailable("2 of the corpus documents could not be fetched into [cache]", rep)
+
+    monkeypatch.setattr(fetch, "locate_corpus", unavailable)
+    q = tmp_path / "questions.jsonl"
+    res = CliRunner().invoke(app, ["eval", "--questions", str(q), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2
+    flat = _flat(res.output)
+    assert f"no local corpus: downloading the documents of {tmp_path / '[set]' / 'manifest.csv'}" in flat
+    assert "not fetched doc-a: no url not fetched doc-b: cannot download [x]" in flat  # sorted by id
+    assert "error: 2 of the corpus documents could not be fetched into [cache]" in flat
