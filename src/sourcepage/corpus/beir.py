@@ -38,7 +38,6 @@ import csv
 import hashlib
 import json
 import re
-import sqlite3
 import time
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -85,12 +84,6 @@ _OTHER = re.compile(r"[^a-z0-9_-]+")
 _SPACE = re.compile(r"\s")
 _MAX_SLUG = 60
 
-_TABLE = """
-CREATE TABLE IF NOT EXISTS beir_ids (
-  beir_id TEXT PRIMARY KEY, doc_id TEXT NOT NULL UNIQUE, dataset TEXT NOT NULL,
-  seen_run INTEGER NOT NULL DEFAULT 0);
-"""
-
 
 class BeirError(ValueError):
     """A BEIR folder or file that cannot be read; the message names file and line."""
@@ -119,34 +112,14 @@ def trec_id(beir_id: str) -> str:
     return _SPACE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group(0).encode("utf-8")), beir_id)
 
 
-def _ensure_table(conn: sqlite3.Connection) -> None:
-    conn.executescript(_TABLE)
-
-
 def id_map(store: str | Path | Store) -> dict[str, str]:
     """doc_id → original BEIR ``_id`` for every BEIR document of a store."""
     st = store if isinstance(store, Store) else Store(store)
     try:
-        has = st.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='beir_ids'").fetchone()
-        if not has:
-            return {}
-        return {d: b for b, d in st.conn.execute("SELECT beir_id, doc_id FROM beir_ids")}
+        return st.beir_id_map()
     finally:
         if st is not store:
             st.close()
-
-
-def _assign(conn: sqlite3.Connection, beir_id: str, dataset: str) -> str:
-    row = conn.execute("SELECT doc_id FROM beir_ids WHERE beir_id=?", (beir_id,)).fetchone()
-    if row:
-        return str(row[0])
-    base = cand = beir_doc_id(beir_id)
-    n = 1
-    while conn.execute("SELECT 1 FROM beir_ids WHERE doc_id=?", (cand,)).fetchone():
-        n += 1
-        cand = f"{base}-{n}"
-    conn.execute("INSERT INTO beir_ids (beir_id, doc_id, dataset) VALUES (?,?,?)", (beir_id, cand, dataset))
-    return cand
 
 
 # --------------------------------------------------------------------------- reading
@@ -352,12 +325,10 @@ def ingest_beir(
     st = Store(store, create=True)
     report = BeirIngestReport(store=str(store), dataset=dataset)
     try:
-        with st.transaction() as conn:
-            _ensure_table(conn)
         if not force and st.get_meta("beir_source") == source:
             report.skipped_unchanged_file = True
-            report.documents = report.unchanged = _count_ok(st)
-            report.chunks = _chunk_counts(st)
+            report.documents = report.unchanged = st.document_count()
+            report.chunks = st.chunk_counts()
             report.wall_seconds = time.perf_counter() - t0
             return report
         run_id = st.start_run(
@@ -388,16 +359,11 @@ def ingest_beir(
             if progress:
                 progress(stat.st_size, stat.st_size, f"{report.documents} documents")
             with st.transaction() as conn:
-                cur = conn.execute(
-                    "UPDATE documents SET status='removed' WHERE status='ok' AND doc_id NOT IN"
-                    " (SELECT doc_id FROM beir_ids WHERE seen_run=?)",
-                    (run_id,),
-                )
-                report.removed = cur.rowcount
+                report.removed = st.remove_unseen_beir(conn, run_id)
                 st.set_meta("text_settings", settings.as_dict(), conn)
                 st.set_meta("beir_source", source, conn)
                 st.set_meta("beir", {"dataset": dataset, "folder": str(beir_dir.resolve())}, conn)
-            report.chunks = _chunk_counts(st)
+            report.chunks = st.chunk_counts()
             report.wall_seconds = time.perf_counter() - t0
             st.finish_run(run_id, "ok", report.as_dict())
             return report
@@ -406,23 +372,6 @@ def ingest_beir(
             raise
     finally:
         st.close()
-
-
-def _count_ok(st: Store) -> int:
-    return int(st.conn.execute("SELECT count(*) FROM documents WHERE status='ok'").fetchone()[0])
-
-
-def _chunk_counts(st: Store) -> dict[str, int]:
-    return {
-        v: int(
-            st.conn.execute(
-                "SELECT count(*) FROM chunks c JOIN documents d ON d.doc_id=c.doc_id AND d.status='ok'"
-                " WHERE c.version=?",
-                (v,),
-            ).fetchone()[0]
-        )
-        for v in ("raw", "cleaned", "enriched")
-    }
 
 
 def _write_batch(
@@ -438,15 +387,13 @@ def _write_batch(
     """One transaction: assign ids, skip unchanged documents, write the others."""
     with st.transaction() as conn:
         for d in batch:
-            doc_id = _assign(conn, d.beir_id, dataset)
-            seen = conn.execute("SELECT seen_run FROM beir_ids WHERE beir_id=?", (d.beir_id,)).fetchone()[0]
-            if seen == run_id:
+            doc_id, first = st.claim_beir_id(conn, d.beir_id, beir_doc_id(d.beir_id), dataset, run_id)
+            if not first:
                 report.duplicates += 1
                 msg = f"corpus.jsonl:{d.line}: _id {d.beir_id!r} appears again; the first one is kept"
                 st.warn(conn, run_id, doc_id, "beir:duplicate", msg)
                 _warn(report, msg)
                 continue
-            conn.execute("UPDATE beir_ids SET seen_run=? WHERE beir_id=?", (run_id, d.beir_id))
             report.documents += 1
             text = _page_text(d, title_in_text)
             doc = _document(d, doc_id, dataset, text)
@@ -455,15 +402,13 @@ def _write_batch(
                 msg = f"corpus.jsonl:{d.line}: _id {d.beir_id!r} has neither text nor title"
                 st.warn(conn, run_id, doc_id, "beir:empty", msg)
                 _warn(report, msg)
-            prev = conn.execute(
-                "SELECT sha256, metadata, status FROM documents WHERE doc_id=?", (doc_id,)
-            ).fetchone()
+            prev = st.document_states([doc_id]).get(doc_id)
             if (
                 not rewrite
                 and prev is not None
-                and prev[2] == "ok"
-                and prev[0] == doc.sha256
-                and prev[1] == json.dumps(doc.as_dict(), sort_keys=True)
+                and prev["status"] == "ok"
+                and prev["sha256"] == doc.sha256
+                and prev["metadata"] == json.dumps(doc.as_dict(), sort_keys=True)
             ):
                 report.unchanged += 1
                 continue

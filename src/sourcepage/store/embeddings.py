@@ -1,0 +1,33 @@
+"""The embedding cache: vectors by model and chunk-text SHA-256, so a rebuilt dense index
+embeds only new texts."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+
+class EmbeddingTables:
+    """The ``embeddings`` table of a Store."""
+
+    conn: sqlite3.Connection
+
+    def cached_embeddings(self, model: str, shas: list[str]) -> dict[str, Any]:
+        """Vectors cached for ``model`` by chunk-text SHA-256."""
+        import numpy as np
+
+        out: dict[str, Any] = {}
+        for i in range(0, len(shas), 500):
+            part = shas[i : i + 500]
+            marks = ",".join("?" * len(part))
+            q = f"SELECT text_sha, dim, vector FROM embeddings WHERE model=? AND text_sha IN ({marks})"
+            for sha, _dim, blob in self.conn.execute(q, (model, *part)):
+                out[sha] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def cache_embeddings(self, model: str, vectors: dict[str, Any]) -> None:
+        with self.conn:
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO embeddings VALUES (?,?,?,?)",
+                [(model, s, int(v.shape[0]), v.astype("float32").tobytes()) for s, v in vectors.items()],
+            )
