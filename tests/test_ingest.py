@@ -290,9 +290,43 @@ def test_schema_1_store_is_migrated_with_contents_flags(fresh_store: Path) -> No
     from sourcepage.corpus.audit import refresh_contents_flags
 
     st = Store(fresh_store)
-    assert st.get_meta("schema_version") == SCHEMA_VERSION == 2
+    assert st.get_meta("schema_version") == SCHEMA_VERSION == 3  # through 2, to the current one
     assert refresh_contents_flags(st) == 1  # what the next ingest does first
     assert refresh_contents_flags(st) == 0  # once
     flags = {(r["doc_id"], r["page_no"]): r["contents_page"] for r in st.page_rows()}
     assert flags[("loto_energy_control", 1)] == 1
     assert sum(flags.values()) == 1
+
+
+def _as_schema_2(store: Path, beir_rows: list[tuple[str, str, str, int]] | None) -> None:
+    """Turn a store back into schema 2: no beir_ids table, or the one BEIR ingest of
+    schema 2 created on demand (same columns), holding ``beir_rows``."""
+    db = sqlite3.connect(store / DB_NAME)
+    with db:
+        db.execute("DROP TABLE beir_ids")
+        if beir_rows is not None:
+            db.execute(
+                "CREATE TABLE beir_ids (beir_id TEXT PRIMARY KEY, doc_id TEXT NOT NULL UNIQUE,"
+                " dataset TEXT NOT NULL, seen_run INTEGER NOT NULL DEFAULT 0)"
+            )
+            db.executemany("INSERT INTO beir_ids VALUES (?,?,?,?)", beir_rows)
+        db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+    db.close()
+
+
+@pytest.mark.parametrize("with_beir_table", [False, True])
+def test_schema_2_store_is_migrated_with_beir_ids(fresh_store: Path, with_beir_table: bool) -> None:
+    """Schema 3 holds beir_ids in the schema; a schema-2 store gains it, and one that BEIR
+    ingest gave the table keeps its rows."""
+    rows = [("Doc/1", "doc-1-abcdef01", "tiny", 4), ("7", "7", "tiny", 4)]
+    _as_schema_2(fresh_store, rows if with_beir_table else None)
+    st = Store(fresh_store)
+    try:
+        assert st.get_meta("schema_version") == SCHEMA_VERSION == 3
+        assert st.beir_id_map() == ({"doc-1-abcdef01": "Doc/1", "7": "7"} if with_beir_table else {})
+        assert [d.doc_id for d in st.documents()] == DOCS  # the rest is untouched
+    finally:
+        st.close()
+    again = Store(fresh_store)  # once
+    assert again.get_meta("schema_version") == 3
+    again.close()

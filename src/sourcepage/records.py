@@ -104,19 +104,6 @@ class PageAudit:
 
 
 @dataclass(frozen=True)
-class Page:
-    """Text of one physical page in one text version."""
-
-    doc_id: str
-    number: int
-    text: str
-
-    @property
-    def page_id(self) -> str:
-        return page_id(self.doc_id, self.number)
-
-
-@dataclass(frozen=True)
 class Chunk:
     """A retrieval unit. ``page`` is the page it is credited to; ``spans`` lists every
     page it covers as (page number, start, end) character offsets into that page's

@@ -1,4 +1,5 @@
-"""BEIR folders: read them, and ingest their corpus into a store, streaming.
+"""BEIR folders: read them; their corpus is ingested into a store, streaming, by
+``ingest_beir`` (the ingest loop of sourcepage.ingest over corpus.sources.BeirSource).
 
 A BEIR folder (https://github.com/beir-cellar/beir) holds::
 
@@ -38,28 +39,29 @@ import csv
 import hashlib
 import json
 import re
-import sqlite3
-import time
 import unicodedata
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sourcepage.corpus.audit import audit_page
-from sourcepage.corpus.extract import PageLayout
 from sourcepage.records import Document
 from sourcepage.store.db import Store
 from sourcepage.text.chunk import ChunkConfig
-from sourcepage.text.versions import TextSettings, build_versions
+from sourcepage.text.versions import TextSettings
+
+if TYPE_CHECKING:
+    from sourcepage.ingest import BeirIngestReport
 
 __all__ = [
     "BEIR_DOC_TYPE",
     "BEIR_ENRICH_FIELDS",
     "BEIR_SETTINGS",
+    "BeirDoc",
     "BeirError",
-    "BeirIngestReport",
     "beir_doc_id",
+    "beir_document",
+    "beir_page_text",
     "beir_splits",
     "dataset_name",
     "id_map",
@@ -84,12 +86,6 @@ _VALID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _OTHER = re.compile(r"[^a-z0-9_-]+")
 _SPACE = re.compile(r"\s")
 _MAX_SLUG = 60
-
-_TABLE = """
-CREATE TABLE IF NOT EXISTS beir_ids (
-  beir_id TEXT PRIMARY KEY, doc_id TEXT NOT NULL UNIQUE, dataset TEXT NOT NULL,
-  seen_run INTEGER NOT NULL DEFAULT 0);
-"""
 
 
 class BeirError(ValueError):
@@ -119,34 +115,14 @@ def trec_id(beir_id: str) -> str:
     return _SPACE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group(0).encode("utf-8")), beir_id)
 
 
-def _ensure_table(conn: sqlite3.Connection) -> None:
-    conn.executescript(_TABLE)
-
-
 def id_map(store: str | Path | Store) -> dict[str, str]:
     """doc_id → original BEIR ``_id`` for every BEIR document of a store."""
     st = store if isinstance(store, Store) else Store(store)
     try:
-        has = st.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='beir_ids'").fetchone()
-        if not has:
-            return {}
-        return {d: b for b, d in st.conn.execute("SELECT beir_id, doc_id FROM beir_ids")}
+        return st.beir_id_map()
     finally:
         if st is not store:
             st.close()
-
-
-def _assign(conn: sqlite3.Connection, beir_id: str, dataset: str) -> str:
-    row = conn.execute("SELECT doc_id FROM beir_ids WHERE beir_id=?", (beir_id,)).fetchone()
-    if row:
-        return str(row[0])
-    base = cand = beir_doc_id(beir_id)
-    n = 1
-    while conn.execute("SELECT 1 FROM beir_ids WHERE doc_id=?", (cand,)).fetchone():
-        n += 1
-        cand = f"{base}-{n}"
-    conn.execute("INSERT INTO beir_ids (beir_id, doc_id, dataset) VALUES (?,?,?)", (beir_id, cand, dataset))
-    return cand
 
 
 # --------------------------------------------------------------------------- reading
@@ -256,31 +232,22 @@ def read_qrels(beir_dir: str | Path, split: str = "test") -> dict[str, dict[str,
     return out
 
 
-# --------------------------------------------------------------------------- ingest
+# --------------------------------------------------------------------------- documents
 
 
-@dataclass
-class BeirIngestReport:
-    """Counts of one BEIR ingest (no per-document lists: corpora have millions)."""
-
-    store: str
-    dataset: str
-    documents: int = 0
-    written: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    duplicates: int = 0
-    empty: int = 0
-    skipped_unchanged_file: bool = False
-    warnings: list[str] = field(default_factory=list)
-    wall_seconds: float = 0.0
-    chunks: dict[str, int] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, object]:
-        return dict(self.__dict__)
+def beir_page_text(d: BeirDoc, title_in_text: bool) -> str:
+    """The page text of a BEIR document: its text (line ends normalised), or its title
+    when the text is empty; ``title + "\\n\\n" + text`` with ``title_in_text``."""
+    text = d.text.replace("\r\n", "\n").replace("\r", "\n")
+    if not text.strip():
+        return d.title
+    if title_in_text and d.title.strip():
+        return f"{d.title}\n\n{text}"
+    return text
 
 
-def _document(d: BeirDoc, doc_id: str, dataset: str, page_text: str) -> Document:
+def beir_document(d: BeirDoc, doc_id: str, dataset: str, page_text: str) -> Document:
+    """The provenance record of a BEIR document (see the module docstring)."""
     return Document(
         doc_id=doc_id,
         file="corpus.jsonl",
@@ -300,22 +267,6 @@ def _document(d: BeirDoc, doc_id: str, dataset: str, page_text: str) -> Document
     )
 
 
-def _page_text(d: BeirDoc, title_in_text: bool) -> str:
-    text = d.text.replace("\r\n", "\n").replace("\r", "\n")
-    if not text.strip():
-        return d.title
-    if title_in_text and d.title.strip():
-        return f"{d.title}\n\n{text}"
-    return text
-
-
-def _warn(report: BeirIngestReport, message: str, limit: int = 50) -> None:
-    if len(report.warnings) < limit:
-        report.warnings.append(message)
-    elif len(report.warnings) == limit:
-        report.warnings.append("… further warnings left out (see the store's warnings table)")
-
-
 def ingest_beir(
     beir_dir: str | Path,
     store: str | Path,
@@ -326,159 +277,15 @@ def ingest_beir(
     force: bool = False,
     progress: Progress | None = None,
 ) -> BeirIngestReport:
-    """Stream ``beir_dir/corpus.jsonl`` into ``store``: one document, one page each.
+    """Stream ``beir_dir/corpus.jsonl`` into ``store``: :func:`sourcepage.ingest.ingest_beir`."""
+    from sourcepage.ingest import ingest_beir as run
 
-    ``progress(bytes_read, corpus_bytes, label)`` is called after every batch. Documents
-    of the store that the corpus no longer holds are marked removed (a store holds one
-    corpus). Returns counts; problems with single documents are warnings.
-    """
-    t0 = time.perf_counter()
-    beir_dir = Path(beir_dir)
-    corpus = beir_dir / "corpus.jsonl"
-    if not corpus.is_file():
-        raise BeirError(f"{corpus} not found (a BEIR folder holds corpus.jsonl, queries.jsonl, qrels/)")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    settings = settings or BEIR_SETTINGS
-    dataset = dataset_name(beir_dir)
-    stat = corpus.stat()
-    source = {
-        "corpus": str(corpus.resolve()),
-        "size": stat.st_size,
-        "mtime_ns": stat.st_mtime_ns,
-        "settings": settings.as_dict(),
-        "title_in_text": title_in_text,
-    }
-    st = Store(store, create=True)
-    report = BeirIngestReport(store=str(store), dataset=dataset)
-    try:
-        with st.transaction() as conn:
-            _ensure_table(conn)
-        if not force and st.get_meta("beir_source") == source:
-            report.skipped_unchanged_file = True
-            report.documents = report.unchanged = _count_ok(st)
-            report.chunks = _chunk_counts(st)
-            report.wall_seconds = time.perf_counter() - t0
-            return report
-        run_id = st.start_run(
-            "ingest-beir",
-            {
-                "beir": str(beir_dir),
-                "settings": settings.as_dict(),
-                "force": force,
-                "title_in_text": title_in_text,
-            },
-        )
-        try:
-            settings_changed = st.get_meta("text_settings") != settings.as_dict()
-            batch: list[BeirDoc] = []
-            for d in iter_corpus(beir_dir):
-                batch.append(d)
-                if len(batch) >= batch_size:
-                    _write_batch(
-                        st, batch, dataset, settings, title_in_text, force or settings_changed, report, run_id
-                    )
-                    if progress:
-                        progress(d.bytes_read, stat.st_size, f"{report.documents} documents")
-                    batch = []
-            if batch:
-                _write_batch(
-                    st, batch, dataset, settings, title_in_text, force or settings_changed, report, run_id
-                )
-            if progress:
-                progress(stat.st_size, stat.st_size, f"{report.documents} documents")
-            with st.transaction() as conn:
-                cur = conn.execute(
-                    "UPDATE documents SET status='removed' WHERE status='ok' AND doc_id NOT IN"
-                    " (SELECT doc_id FROM beir_ids WHERE seen_run=?)",
-                    (run_id,),
-                )
-                report.removed = cur.rowcount
-                st.set_meta("text_settings", settings.as_dict(), conn)
-                st.set_meta("beir_source", source, conn)
-                st.set_meta("beir", {"dataset": dataset, "folder": str(beir_dir.resolve())}, conn)
-            report.chunks = _chunk_counts(st)
-            report.wall_seconds = time.perf_counter() - t0
-            st.finish_run(run_id, "ok", report.as_dict())
-            return report
-        except BaseException as e:
-            st.finish_run(run_id, f"failed: {type(e).__name__}: {e}", report.as_dict())
-            raise
-    finally:
-        st.close()
-
-
-def _count_ok(st: Store) -> int:
-    return int(st.conn.execute("SELECT count(*) FROM documents WHERE status='ok'").fetchone()[0])
-
-
-def _chunk_counts(st: Store) -> dict[str, int]:
-    return {
-        v: int(
-            st.conn.execute(
-                "SELECT count(*) FROM chunks c JOIN documents d ON d.doc_id=c.doc_id AND d.status='ok'"
-                " WHERE c.version=?",
-                (v,),
-            ).fetchone()[0]
-        )
-        for v in ("raw", "cleaned", "enriched")
-    }
-
-
-def _write_batch(
-    st: Store,
-    batch: list[BeirDoc],
-    dataset: str,
-    settings: TextSettings,
-    title_in_text: bool,
-    rewrite: bool,
-    report: BeirIngestReport,
-    run_id: int,
-) -> None:
-    """One transaction: assign ids, skip unchanged documents, write the others."""
-    with st.transaction() as conn:
-        for d in batch:
-            doc_id = _assign(conn, d.beir_id, dataset)
-            seen = conn.execute("SELECT seen_run FROM beir_ids WHERE beir_id=?", (d.beir_id,)).fetchone()[0]
-            if seen == run_id:
-                report.duplicates += 1
-                msg = f"corpus.jsonl:{d.line}: _id {d.beir_id!r} appears again; the first one is kept"
-                st.warn(conn, run_id, doc_id, "beir:duplicate", msg)
-                _warn(report, msg)
-                continue
-            conn.execute("UPDATE beir_ids SET seen_run=? WHERE beir_id=?", (run_id, d.beir_id))
-            report.documents += 1
-            text = _page_text(d, title_in_text)
-            doc = _document(d, doc_id, dataset, text)
-            if not text.strip():
-                report.empty += 1
-                msg = f"corpus.jsonl:{d.line}: _id {d.beir_id!r} has neither text nor title"
-                st.warn(conn, run_id, doc_id, "beir:empty", msg)
-                _warn(report, msg)
-            prev = conn.execute(
-                "SELECT sha256, metadata, status FROM documents WHERE doc_id=?", (doc_id,)
-            ).fetchone()
-            if (
-                not rewrite
-                and prev is not None
-                and prev[2] == "ok"
-                and prev[0] == doc.sha256
-                and prev[1] == json.dumps(doc.as_dict(), sort_keys=True)
-            ):
-                report.unchanged += 1
-                continue
-            layout = PageLayout(
-                images=0, lines=sum(1 for ln in text.split("\n") if ln.strip()), side_by_side_lines=0
-            )
-            cleaned, chunks = build_versions(doc, [text], settings)
-            st.write_document(
-                conn,
-                doc,
-                engine=ENGINE,
-                raw=[text],
-                cleaned=cleaned,
-                audits=[audit_page(text, layout)],
-                chunks=chunks,
-                seconds=0.0,
-            )
-            report.written += 1
+    return run(
+        beir_dir,
+        store,
+        settings=settings,
+        title_in_text=title_in_text,
+        batch_size=batch_size,
+        force=force,
+        progress=progress,
+    )

@@ -10,6 +10,8 @@ A build writes a new ``<build-id>/`` folder and only then switches CURRENT, so a
 interrupted build leaves the previous index usable; older builds are removed after
 the switch. An index records the fingerprint of the chunks it was built from and
 its parameters; ``load_index`` returns None for a missing or stale index.
+``build_indexes`` builds several (version, method) indexes through an executor
+(sourcepage.executor), each job with its own Store.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -25,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from sourcepage.executor import Executor, InProcess
 from sourcepage.records import parse_page_id
-from sourcepage.retrieval.methods import Method
+from sourcepage.retrieval.methods import Method, parse_method
 from sourcepage.retrieval.settings import BuildContext, IndexSettings
 from sourcepage.store.db import Store
 from sourcepage.store.files import write_json, write_text
@@ -119,6 +122,35 @@ def build_index(
         if old.is_dir() and old.name != build_id and not old.name.startswith("."):
             shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def build_indexes(
+    store_path: str | Path,
+    version: str | Sequence[str],
+    methods: Sequence[str | Method],
+    settings: IndexSettings = DEFAULT_SETTINGS,
+    executor: Executor | None = None,
+) -> list[Path]:
+    """Build the index of every base method that ``methods`` read (``Method.needs``) on
+    each text version in ``version``, one ``executor`` job a (version, method) pair
+    (default: in this process). Each job opens its own Store and publishes atomically
+    (:func:`build_index`); the executors give identical indexes. Returns the published
+    build folders in (version, method) order. A process pool knows the built-in methods
+    only (a ``register``-ed plug-in is not registered in its workers)."""
+    versions = [version] if isinstance(version, str) else list(version)
+    parsed = [parse_method(m) if isinstance(m, str) else m for m in methods]
+    names = list(dict.fromkeys(b.name for m in parsed for b in m.needs()))
+    jobs = [(str(store_path), v, name, settings) for v in dict.fromkeys(versions) for name in names]
+    return [Path(p) for p in (executor or InProcess()).map(_build_job, jobs)]
+
+
+def _build_job(job: tuple[str, str, str, IndexSettings]) -> str:
+    store_path, version, name, settings = job
+    store = Store(store_path)
+    try:
+        return str(build_index(store, version, parse_method(name), settings))
+    finally:
+        store.close()
 
 
 def current_build(store: Store, version: str, method: Method) -> Path | None:

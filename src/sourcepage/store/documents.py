@@ -1,0 +1,229 @@
+"""Documents, their pages and history: what ingest writes and the audit, the CLI and
+search read.
+
+``write_document`` replaces one document's pages and chunks inside the caller's
+transaction and moves the previous version (when its checksum differs) into the history.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from sourcepage.records import Chunk, Document, PageAudit
+from sourcepage.store.schema import now
+
+_STATE_BATCH = 500
+
+
+def _metadata_json(doc: Document) -> str:
+    return json.dumps(doc.as_dict(), sort_keys=True)
+
+
+class DocumentTables:
+    """The ``documents``, ``pages`` and ``document_history`` tables of a Store."""
+
+    conn: sqlite3.Connection
+
+    def document_rows(self) -> dict[str, dict[str, Any]]:
+        cur = self.conn.execute(
+            "SELECT doc_id, sha256, metadata, status, error, engine, version,"
+            " n_pages, extract_seconds, ingested_at FROM documents"
+        )
+        cols = [d[0] for d in cur.description]
+        return {r[0]: dict(zip(cols, r, strict=True)) for r in cur.fetchall()}
+
+    def document_states(self, doc_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """doc_id → sha256, metadata (JSON), status and engine of those of ``doc_ids`` that
+        the store holds: what ingest compares to decide whether a document changed."""
+        out: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(doc_ids), _STATE_BATCH):
+            part = doc_ids[i : i + _STATE_BATCH]
+            marks = ",".join("?" * len(part))
+            cur = self.conn.execute(
+                f"SELECT doc_id, sha256, metadata, status, engine FROM documents WHERE doc_id IN ({marks})",
+                part,
+            )
+            for d, sha, meta, status, engine in cur:
+                out[d] = {"sha256": sha, "metadata": meta, "status": status, "engine": engine}
+        return out
+
+    def document_count(self, status: str = "ok") -> int:
+        return int(
+            self.conn.execute("SELECT count(*) FROM documents WHERE status=?", (status,)).fetchone()[0]
+        )
+
+    def documents(self) -> list[Document]:
+        """Successfully ingested documents, ordered by doc_id."""
+        rows = self.conn.execute(
+            "SELECT metadata FROM documents WHERE status='ok' ORDER BY doc_id"
+        ).fetchall()
+        return [Document.from_dict(json.loads(r[0])) for r in rows]
+
+    def document(self, doc_id: str) -> Document | None:
+        """One successfully ingested document, or None."""
+        row = self.conn.execute(
+            "SELECT metadata FROM documents WHERE doc_id=? AND status='ok'", (doc_id,)
+        ).fetchone()
+        return Document.from_dict(json.loads(row[0])) if row else None
+
+    def page_count(self, doc_id: str) -> int:
+        """How many pages a document has in the store (0 when none)."""
+        row = self.conn.execute("SELECT COUNT(*) FROM pages WHERE doc_id=?", (doc_id,)).fetchone()
+        return int(row[0])
+
+    def page_texts(self, doc_id: str, version: str = "raw") -> list[str]:
+        col = {"raw": "raw", "cleaned": "cleaned", "enriched": "cleaned"}[version]
+        rows = self.conn.execute(
+            f"SELECT {col} FROM pages WHERE doc_id=? ORDER BY page_no", (doc_id,)
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def page_rows(self) -> list[dict[str, Any]]:
+        cur = self.conn.execute(
+            "SELECT p.doc_id, p.page_no, p.chars, p.images, p.low_text_100, p.low_text_300,"
+            " p.multi_column_risk, p.spacing_artifact, p.contents_page FROM pages p JOIN documents d"
+            " ON d.doc_id=p.doc_id AND d.status='ok' ORDER BY p.doc_id, p.page_no"
+        )
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    def page_ids(self) -> set[str]:
+        """Every page id (``doc#pN``) of the successfully ingested documents."""
+        rows = self.conn.execute(
+            "SELECT p.doc_id, p.page_no FROM pages p JOIN documents d ON d.doc_id=p.doc_id AND d.status='ok'"
+        ).fetchall()
+        return {f"{d}#p{n}" for d, n in rows}
+
+    def page(self, doc_id: str, page_no: int) -> dict[str, Any] | None:
+        cur = self.conn.execute("SELECT * FROM pages WHERE doc_id=? AND page_no=?", (doc_id, page_no))
+        row = cur.fetchone()
+        return dict(zip([d[0] for d in cur.description], row, strict=True)) if row else None
+
+    def write_document(
+        self,
+        conn: sqlite3.Connection,
+        doc: Document,
+        *,
+        engine: str,
+        raw: list[str],
+        cleaned: list[str],
+        audits: list[PageAudit],
+        chunks: dict[str, list[Chunk]],
+        seconds: float,
+    ) -> None:
+        """Replace one document's pages and chunks inside the caller's transaction,
+        moving the previous version (if its checksum differs) into the history."""
+        prev = conn.execute(
+            "SELECT sha256, metadata, version, status FROM documents WHERE doc_id=?", (doc.doc_id,)
+        ).fetchone()
+        version = 1
+        if prev is not None:
+            version = prev[2]
+            if prev[0] != doc.sha256 and prev[3] == "ok":
+                old_pages = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT raw FROM pages WHERE doc_id=? ORDER BY page_no", (doc.doc_id,)
+                    )
+                ]
+                conn.execute(
+                    "INSERT INTO document_history (doc_id, version, sha256, metadata, pages,"
+                    " replaced_at) VALUES (?,?,?,?,?,?)",
+                    (doc.doc_id, prev[2], prev[0], prev[1], json.dumps(old_pages), now()),
+                )
+                version = prev[2] + 1
+        conn.execute("DELETE FROM pages WHERE doc_id=?", (doc.doc_id,))
+        conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc.doc_id,))
+        conn.executemany(
+            "INSERT INTO pages VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    doc.doc_id,
+                    i,
+                    r,
+                    c,
+                    a.chars,
+                    a.images,
+                    int(a.low_text_100),
+                    int(a.low_text_300),
+                    int(a.multi_column_risk),
+                    int(a.spacing_artifact),
+                    int(a.contents_page),
+                )
+                for i, (r, c, a) in enumerate(zip(raw, cleaned, audits, strict=True), 1)
+            ],
+        )
+        self.write_chunks(conn, doc.doc_id, chunks)
+        conn.execute(
+            "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                doc.doc_id,
+                doc.sha256,
+                _metadata_json(doc),
+                "ok",
+                None,
+                engine,
+                version,
+                len(raw),
+                seconds,
+                now(),
+            ),
+        )
+
+    def write_chunks(self, conn: sqlite3.Connection, doc_id: str, chunks: dict[str, list[Chunk]]) -> None:
+        """Replace one document's chunks (of every text version) inside the caller's transaction."""
+        conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
+        conn.executemany(
+            "INSERT INTO chunks VALUES (?,?,?,?,?,?,?)",
+            [
+                (v, c.chunk_id, c.doc_id, c.page, seq, json.dumps(c.spans), c.text)
+                for v, cs in chunks.items()
+                for seq, c in enumerate(cs)
+            ],
+        )
+
+    def update_metadata(self, conn: sqlite3.Connection, doc: Document) -> None:
+        conn.execute("UPDATE documents SET metadata=? WHERE doc_id=?", (_metadata_json(doc), doc.doc_id))
+
+    def record_failure(self, conn: sqlite3.Connection, doc: Document, error: str) -> None:
+        """Mark a document failed. A previously good version stays searchable."""
+        prev = conn.execute("SELECT status FROM documents WHERE doc_id=?", (doc.doc_id,)).fetchone()
+        if prev is not None and prev[0] == "ok":
+            conn.execute("UPDATE documents SET error=? WHERE doc_id=?", (error, doc.doc_id))
+            return
+        conn.execute(
+            "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (doc.doc_id, doc.sha256, _metadata_json(doc), "failed", error, None, 1, 0, None, now()),
+        )
+
+    def mark_removed(self, conn: sqlite3.Connection, doc_id: str) -> None:
+        conn.execute("UPDATE documents SET status='removed' WHERE doc_id=?", (doc_id,))
+
+    def set_cleaned(self, conn: sqlite3.Connection, doc_id: str, cleaned: list[str]) -> None:
+        """Replace the cleaned text of a document's pages (page i+1 ← cleaned[i])."""
+        conn.executemany(
+            "UPDATE pages SET cleaned=? WHERE doc_id=? AND page_no=?",
+            [(text, doc_id, i) for i, text in enumerate(cleaned, 1)],
+        )
+
+    def pages_needing_contents_flag(self) -> list[tuple[str, int, str]]:
+        """(doc_id, page_no, raw) of every page when a migration left the contents-page flag
+        to compute, else []."""
+        if not self.conn.execute("SELECT 1 FROM meta WHERE key='contents_flag_pending'").fetchone():
+            return []
+        return self.conn.execute("SELECT doc_id, page_no, raw FROM pages").fetchall()
+
+    def set_contents_flags(self, flags: list[tuple[int, str, int]]) -> None:
+        """Write (flag, doc_id, page_no) rows and clear the pending mark, in one transaction."""
+        with self.conn:
+            self.conn.executemany("UPDATE pages SET contents_page=? WHERE doc_id=? AND page_no=?", flags)
+            self.conn.execute("DELETE FROM meta WHERE key='contents_flag_pending'")
+
+    def history(self, doc_id: str) -> list[dict[str, Any]]:
+        cur = self.conn.execute(
+            "SELECT version, sha256, replaced_at FROM document_history WHERE doc_id=? ORDER BY version",
+            (doc_id,),
+        )
+        return [dict(zip(("version", "sha256", "replaced_at"), r, strict=True)) for r in cur]

@@ -1,0 +1,93 @@
+"""Executors: in process and a process pool give the same results, in order; indexes
+built through either are identical."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sourcepage.executor import InProcess, ProcessPool, make_executor
+from sourcepage.retrieval.index import build_indexes, current_build, load_index
+from sourcepage.retrieval.methods import parse_method
+from sourcepage.store.db import Store
+
+
+def test_make_executor_by_name_and_count() -> None:
+    assert isinstance(make_executor(), InProcess) and isinstance(make_executor("inline"), InProcess)
+    assert isinstance(make_executor(1), InProcess) and isinstance(make_executor(0), InProcess)
+    assert make_executor(3).workers == 3 and isinstance(make_executor(3), ProcessPool)
+    assert make_executor("process:2").workers == 2
+    assert make_executor("process").workers >= 1
+    for bad in ("threads", "process:0", "process:x", "inline:2"):
+        with pytest.raises(ValueError, match="unknown executor"):
+            make_executor(bad)
+
+
+def test_both_executors_map_in_order() -> None:
+    items = [5, 3, 9, 1, 7, 2]
+    with ProcessPool(2) as pool:
+        assert pool.map(abs, [-x for x in items]) == items
+        assert pool.map(abs, []) == []
+    assert InProcess().map(abs, [-x for x in items]) == items
+
+
+def _build_files(store: Path, version: str, method: str) -> dict[str, object]:
+    """The files of the current build, byte for byte, except params.json without its
+    timings and bm25s's term matrix keyed by term: bm25s numbers its vocabulary in set
+    order, which differs from one Python process to another (hash randomisation)."""
+    st = Store(store)
+    try:
+        path = current_build(st, version, parse_method(method))
+    finally:
+        st.close()
+    assert path is not None
+    files: dict[str, object] = {p.name: p.read_bytes() for p in sorted(path.iterdir())}
+    params = json.loads(files.pop("params.json"))  # type: ignore[arg-type]
+    for timing in ("build_seconds", "built_at"):
+        params.pop(timing)
+    files["params.json"] = params
+    if "vocab.index.json" in files:
+        vocab = json.loads(files.pop("vocab.index.json"))  # type: ignore[arg-type]
+        indptr, indices, data = (np.load(path / f"{n}.csc.index.npy") for n in ("indptr", "indices", "data"))
+        for n in ("indptr", "indices", "data"):
+            del files[f"{n}.csc.index.npy"]
+        files["terms"] = {
+            term: (indices[indptr[i] : indptr[i + 1]].tolist(), data[indptr[i] : indptr[i + 1]].tobytes())
+            for term, i in vocab.items()
+            if i + 1 < len(indptr)  # bm25s's empty-string term has no column
+        }
+    return files
+
+
+def test_build_indexes_identical_in_process_and_in_a_pool(fresh_store: Path, tmp_path: Path) -> None:
+    other = Path(shutil.copytree(fresh_store, tmp_path / "other"))
+    versions, methods = ["raw", "cleaned"], ["bm25", "rrf:bm25+lsa"]  # a fusion: its bases are built
+    inline = build_indexes(fresh_store, versions, methods)
+    with ProcessPool(2) as pool:
+        pooled = build_indexes(other, versions, methods, executor=pool)
+    assert [(p.parent.parent.name, p.parent.name) for p in inline] == [
+        ("raw", "bm25"),
+        ("raw", "lsa"),
+        ("cleaned", "bm25"),
+        ("cleaned", "lsa"),
+    ]
+    assert [(p.parent.parent.name, p.parent.name) for p in pooled] == [
+        (p.parent.parent.name, p.parent.name) for p in inline
+    ]
+    for v in versions:
+        for m in ("bm25", "lsa"):
+            assert _build_files(fresh_store, v, m) == _build_files(other, v, m), (v, m)
+    a, b = Store(fresh_store), Store(other)
+    try:
+        for m in ("bm25", "lsa"):
+            ia = load_index(a, "cleaned", parse_method(m))
+            ib = load_index(b, "cleaned", parse_method(m))
+            assert ia is not None and ib is not None
+            assert np.array_equal(ia.scores("group lockbox"), ib.scores("group lockbox"))
+    finally:
+        a.close()
+        b.close()
