@@ -25,12 +25,9 @@ from sourcepage.records import Hit, Question
 from sourcepage.retrieval.search import Searcher
 from sourcepage.support.calibrate import cross_validate, feature_row
 from sourcepage.support.features import FEATURES
+from sourcepage.vocabulary import ANSWERABILITIES, NEGATIVE_CLASSES
 
-NEG = {
-    "broad": ("unsupported", "out_of_domain"),
-    "near_domain": ("unsupported",),
-    "out_of_domain": ("out_of_domain",),
-}
+NEG = NEGATIVE_CLASSES
 
 
 def pick_pair(runs: Sequence[tuple[str, str]], version: str) -> tuple[str, str] | None:
@@ -58,7 +55,7 @@ def _shares(answered: Sequence[bool] | Sequence[str], qs: Sequence[Question]) ->
     """How each class was decided: answered / review / refused shares."""
     dec = [("answer" if a else "refuse") if isinstance(a, bool | np.bool_) else a for a in answered]
     out: dict[str, Any] = {}
-    for cls in ("answerable", "unsupported", "out_of_domain"):
+    for cls in ANSWERABILITIES:
         idx = [i for i, q in enumerate(qs) if q.answerability == cls]
         n = len(idx)
         out[cls] = {

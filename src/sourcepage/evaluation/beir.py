@@ -51,31 +51,19 @@ from sourcepage.corpus.manifest import sha256_file
 from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
 from sourcepage.evaluation.experiment import package_versions
-from sourcepage.records import TEXT_VERSIONS
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import Store
 from sourcepage.store.files import atomic_open, write_json, write_jsonl, write_text
 from sourcepage.text.versions import TextSettings
+from sourcepage.vocabulary import PAGE_METRICS, TEXT_VERSIONS
 
 __all__ = ["BEIR_METRICS", "DEPTH", "PAGE_METRICS", "beir_scores", "metrics_from_ranked", "run_beir"]
 
 DEPTH = 100
 #: BEIR's headline measures, as pytrec_eval computes them
 BEIR_METRICS: tuple[str, ...] = ("ndcg_cut_10", "mrr@10", "recall@100")
-#: our page metrics (evaluation.metrics names), over the same depth
-PAGE_METRICS: tuple[str, ...] = (
-    "hit@1",
-    "hit@3",
-    "hit@5",
-    "hit@10",
-    "recall@5",
-    "recall@10",
-    "mrr",
-    "ndcg@10",
-    "ndcg_graded@10",
-)
 #: metric compared pairwise (Wilcoxon, bootstrap ΔnDCG) and the hit used for McNemar
 PAIRED_METRIC, PAIRED_HIT = "ndcg_cut_10", "hit@10"
 Progress = Callable[[str, int, int], None]

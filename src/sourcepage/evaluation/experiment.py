@@ -29,7 +29,7 @@ from sourcepage.evaluation.answerability import figure as support_figure
 from sourcepage.evaluation.questions import read_questions
 from sourcepage.evaluation.runs import write_trec_qrels, write_trec_run
 from sourcepage.ingest import ingest
-from sourcepage.records import TEXT_VERSIONS, Question
+from sourcepage.records import Question
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.settings import IndexSettings
@@ -39,28 +39,11 @@ from sourcepage.store.files import write_json, write_jsonl
 from sourcepage.text.chunk import ChunkConfig
 from sourcepage.text.clean import CleanConfig
 from sourcepage.text.versions import DEFAULT_ENRICH_FIELDS, TextSettings
+from sourcepage.vocabulary import ANSWERABILITIES, HEADLINE_METRICS, NEGATIVE_CLASSES, TEXT_VERSIONS
 
 DEPTH = 20
-HEADLINE = (
-    "hit@1",
-    "hit@3",
-    "hit@5",
-    "hit@10",
-    "recall@5",
-    "recall@10",
-    "mrr",
-    "ndcg@10",
-    "ndcg_graded@10",
-    "doc_hit@1",
-    "doc_hit@3",
-    "doc_hit@5",
-    "doc_hit@10",
-)
-NEGATIVES = {
-    "broad": ("unsupported", "out_of_domain"),
-    "near_domain": ("unsupported",),
-    "out_of_domain": ("out_of_domain",),
-}
+HEADLINE = HEADLINE_METRICS
+NEGATIVES = NEGATIVE_CLASSES
 Progress = Callable[[str, int, int], None]
 
 
@@ -228,9 +211,7 @@ def run_experiment(
     rep = ingest(corpus, store, engine=design.engine, settings=design.text)
     st = Store(store)
     qs = read_questions(questions, known_pages=st.page_ids())
-    counts = {
-        a: sum(q.answerability == a for q in qs) for a in ("answerable", "unsupported", "out_of_domain")
-    }
+    counts = {a: sum(q.answerability == a for q in qs) for a in ANSWERABILITIES}
     grades = {q.id: q.evidence for q in qs}
     rows: list[dict[str, Any]] = []
     latency: dict[tuple[str, str], list[float]] = {}

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sourcepage.records import Question, parse_page_id
+from sourcepage.vocabulary import ANSWERABILITIES
 
 __all__ = [
     "ANSWERABILITIES",
@@ -27,7 +28,6 @@ __all__ = [
 ]
 
 QUESTION_TYPES: tuple[str, ...] = ("direct", "procedural", "scenario", "comparison")
-ANSWERABILITIES: tuple[str, ...] = ("answerable", "unsupported", "out_of_domain")
 GRADES: tuple[int, ...] = (1, 2)
 REQUIRED: tuple[str, ...] = ("id", "question", "topic", "type", "answerability")
 _KNOWN = (*REQUIRED, "reference_answer", "answer_points", "evidence")
