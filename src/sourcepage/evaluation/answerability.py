@@ -21,6 +21,7 @@ import numpy as np
 
 from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
+from sourcepage.evaluation.relevance import Run
 from sourcepage.records import Hit, Question
 from sourcepage.retrieval.search import Searcher
 from sourcepage.support.calibrate import cross_validate, feature_row
@@ -80,7 +81,7 @@ def risk_coverage(prob: Sequence[float], y: Sequence[int]) -> list[tuple[float, 
 
 
 def evaluate_support(
-    rows: Sequence[Mapping[str, Any]],
+    results: Mapping[tuple[str, str], Run],
     qs: Sequence[Question],
     runs: Sequence[tuple[str, str]],
     searchers: Mapping[str, Searcher],
@@ -90,12 +91,14 @@ def evaluate_support(
     target_recall: float = 0.95,
     folds: int = 5,
 ) -> dict[str, Any]:
-    """answerability.json's content: one entry per text version with a method pair."""
-    hits: dict[tuple[str, str, str], list[Hit]] = {}
-    for r in rows:
-        hits.setdefault((r["text_version"], r["method"], r["question_id"]), []).append(
-            Hit(r["rank"], r["page"], float(r["score"]), r["chunk_id"])
-        )
+    """answerability.json's content: one entry per text version with a method pair.
+    ``results``: (version, method) → the run's ranked hits."""
+    hits = {
+        (v, m, qid): [Hit(i, h.page, float(h.score), h.chunk_id) for i, h in enumerate(ranked, 1)]
+        for (v, m), run in results.items()
+        for qid, ranked in run.items()
+        if ranked
+    }
     out: dict[str, Any] = {
         "schema": 1,
         "target_recall": target_recall,
