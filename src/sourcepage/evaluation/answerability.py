@@ -23,16 +23,14 @@ import numpy as np
 
 from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
+from sourcepage.evaluation.relevance import Run
 from sourcepage.records import Hit, Question
 from sourcepage.retrieval.search import Searcher
 from sourcepage.support.calibrate import cross_validate, feature_row
 from sourcepage.support.features import FEATURES
+from sourcepage.vocabulary import ANSWERABILITIES, NEGATIVE_CLASSES
 
-NEG = {
-    "broad": ("unsupported", "out_of_domain"),
-    "near_domain": ("unsupported",),
-    "out_of_domain": ("out_of_domain",),
-}
+NEG = NEGATIVE_CLASSES
 
 
 def pick_pair(runs: Sequence[tuple[str, str]], version: str) -> tuple[str, str] | None:
@@ -57,7 +55,6 @@ def _aurocs(
 
 
 #: the answerability classes of a question set, in report order
-CLASSES = ("answerable", "unsupported", "out_of_domain")
 
 
 def decision_shares(answered: Sequence[bool] | Sequence[str], qs: Sequence[Question]) -> dict[str, Any]:
@@ -65,7 +62,7 @@ def decision_shares(answered: Sequence[bool] | Sequence[str], qs: Sequence[Quest
     either booleans, True = answer, or decisions), and the ids of the wrong calls."""
     dec = [("answer" if a else "refuse") if isinstance(a, bool | np.bool_) else a for a in answered]
     out: dict[str, Any] = {}
-    for cls in CLASSES:
+    for cls in ANSWERABILITIES:
         idx = [i for i, q in enumerate(qs) if q.answerability == cls]
         n = len(idx)
         out[cls] = {
@@ -100,7 +97,7 @@ def held_out(
     def row(name: str, scores: Sequence[float], decided: Sequence[Any]) -> HeldOut:
         sh = decision_shares(decided, qs)
         a = M.auroc([scores[i] for i in near if y[i] == 1], [scores[i] for i in near if y[i] == 0])
-        return HeldOut(name, a, {c: sh[c]["refuse"] for c in CLASSES})
+        return HeldOut(name, a, {c: sh[c]["refuse"] for c in ANSWERABILITIES})
 
     rows = [row("classifier", cv["probability"], cv["decision"])]
     rows += [row(f"{m} top score", sc, cv["single_answered"][m]) for m, sc in single_scores.items()]
@@ -116,7 +113,7 @@ def risk_coverage(prob: Sequence[float], y: Sequence[int]) -> list[tuple[float, 
 
 
 def evaluate_support(
-    rows: Sequence[Mapping[str, Any]],
+    results: Mapping[tuple[str, str], Run],
     qs: Sequence[Question],
     runs: Sequence[tuple[str, str]],
     searchers: Mapping[str, Searcher],
@@ -126,12 +123,14 @@ def evaluate_support(
     target_recall: float = 0.95,
     folds: int = 5,
 ) -> dict[str, Any]:
-    """answerability.json's content: one entry per text version with a method pair."""
-    hits: dict[tuple[str, str, str], list[Hit]] = {}
-    for r in rows:
-        hits.setdefault((r["text_version"], r["method"], r["question_id"]), []).append(
-            Hit(r["rank"], r["page"], float(r["score"]), r["chunk_id"])
-        )
+    """answerability.json's content: one entry per text version with a method pair.
+    ``results``: (version, method) → the run's ranked hits."""
+    hits = {
+        (v, m, qid): [Hit(i, h.page, float(h.score), h.chunk_id) for i, h in enumerate(ranked, 1)]
+        for (v, m), run in results.items()
+        for qid, ranked in run.items()
+        if ranked
+    }
     out: dict[str, Any] = {
         "schema": 1,
         "target_recall": target_recall,

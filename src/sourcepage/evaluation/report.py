@@ -10,6 +10,7 @@ from typing import Any
 
 from sourcepage.records import Question
 from sourcepage.store.files import write_text
+from sourcepage.vocabulary import ANSWERABILITIES, NEGATIVES, TABLE_METRICS
 
 
 def _f(x: Any, nd: int = 3) -> str:
@@ -77,7 +78,7 @@ def figures(
         fig.savefig(out / name, metadata={"Software": None})
         plt.close(fig)
         names.append(name)
-    classes = ("answerable", "unsupported", "out_of_domain")
+    classes = ANSWERABILITIES
     fig, axes = plt.subplots(1, len(runs), figsize=(2.6 * len(runs), 3.4), dpi=120, squeeze=False)
     for ax, (v, m) in zip(axes[0], runs, strict=True):
         data = [
@@ -145,20 +146,8 @@ def write_report(
                 [
                     r["text_version"],
                     r["method"],
-                    *(
-                        _f(r[k])
-                        for k in (
-                            "hit@1",
-                            "hit@3",
-                            "hit@5",
-                            "hit@10",
-                            "recall@10",
-                            "mrr",
-                            "ndcg@10",
-                            "doc_hit@3",
-                        )
-                    ),
-                    *(_f(r["auroc"][k]) for k in ("broad", "near_domain", "out_of_domain")),
+                    *(_f(r[k]) for k in TABLE_METRICS),
+                    *(_f(r["auroc"][k]) for k in NEGATIVES),
                     _f(r["query_ms"]["p50"], 2),
                 ]
                 for r in metrics["runs"]
@@ -375,13 +364,10 @@ def support_section(support: Mapping[str, Any]) -> str:
         rows = [
             [
                 f"classifier ({len(e['feature_auroc'])} features)",
-                *(_ci(e["classifier_auroc"][k]) for k in ("broad", "near_domain", "out_of_domain")),
+                *(_ci(e["classifier_auroc"][k]) for k in NEGATIVES),
             ]
         ]
-        rows += [
-            [f, *(_ci(v[k]) for k in ("broad", "near_domain", "out_of_domain"))]
-            for f, v in e["feature_auroc"].items()
-        ]
+        rows += [[f, *(_ci(v[k]) for k in NEGATIVES)] for f, v in e["feature_auroc"].items()]
         parts.append(_table(["feature", "AUROC broad [CI]", "AUROC near [CI]", "AUROC ood [CI]"], rows))
         d = e["classifier_decisions"]
         rows = [
@@ -389,7 +375,7 @@ def support_section(support: Mapping[str, Any]) -> str:
                 "classifier: answer / review / refuse",
                 *(
                     f"{_pct(d[c]['answer'])} / {_pct(d[c]['review'])} / {_pct(d[c]['refuse'])}"
-                    for c in ("answerable", "unsupported", "out_of_domain")
+                    for c in ANSWERABILITIES
                 ),
             ]
         ]
@@ -397,10 +383,7 @@ def support_section(support: Mapping[str, Any]) -> str:
             rows.append(
                 [
                     f"{m} top score: answer / refuse",
-                    *(
-                        f"{_pct(sm[c]['answer'])} / {_pct(sm[c]['refuse'])}"
-                        for c in ("answerable", "unsupported", "out_of_domain")
-                    ),
+                    *(f"{_pct(sm[c]['answer'])} / {_pct(sm[c]['refuse'])}" for c in ANSWERABILITIES),
                 ]
             )
         parts.append("\n")

@@ -23,8 +23,9 @@ changes a metric only when a tie group mixes grades or straddles a cutoff.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from sourcepage.store.files import write_text
 
@@ -38,6 +39,13 @@ __all__ = [
 ]
 
 Scored = Sequence[tuple[str, float]]
+#: a ranked item: a tuple whose first two fields are (docno, score), e.g. a RunHit
+Item = TypeVar("Item", bound=tuple)
+Encode = Callable[[str], str]
+
+
+def _same(value: str) -> str:
+    return value
 
 
 def _token(value: str, what: str) -> str:
@@ -55,38 +63,52 @@ def _score_text(score: float) -> str:
     return repr(value)
 
 
-def _run_lines(qid: str, ranking: Scored, run_name: str) -> Iterable[str]:
+def _run_lines(qid: str, ranking: Sequence[tuple], run_name: str, encode: Encode) -> Iterable[str]:
     """Lines of one query's ranking, ranks 1.. in the given order."""
     seen: set[str] = set()
-    for rank, (docno, score) in enumerate(ranking, 1):
+    for rank, item in enumerate(ranking, 1):
+        docno, score = item[0], item[1]
         if docno in seen:
             raise ValueError(f"query {qid!r}: page {docno!r} ranked twice")
         seen.add(docno)
-        yield f"{qid} Q0 {_token(docno, 'docno')} {rank} {_score_text(score)} {run_name}\n"
+        yield f"{qid} Q0 {_token(encode(docno), 'docno')} {rank} {_score_text(score)} {run_name}\n"
 
 
-def write_trec_run(path: str | Path, rankings: Mapping[str, Scored], run_name: str) -> Path:
+def write_trec_run(
+    path: str | Path,
+    rankings: Mapping[str, Sequence[tuple]],
+    run_name: str,
+    *,
+    encode: Encode = _same,
+) -> Path:
     """Write ``qid Q0 docno rank score run_name`` lines atomically; returns the path.
 
+    ``rankings``: question id → [(docno, score, ...), ...], e.g. a :class:`Run`.
     Queries keep the mapping's order and pages the ranking's order (never re-sorted).
     A query with an empty ranking writes no line (the format cannot say "nothing").
+    ``encode`` turns an id into its TREC token (e.g. BEIR's whitespace escaping).
     """
     _token(run_name, "run name")
     lines: list[str] = []
     for qid, ranking in rankings.items():
-        lines.extend(_run_lines(_token(qid, "query id"), ranking, run_name))
+        lines.extend(_run_lines(_token(encode(qid), "query id"), ranking, run_name, encode))
     return write_text(path, "".join(lines))
 
 
-def write_trec_qrels(path: str | Path, qrels: Mapping[str, Mapping[str, int]]) -> Path:
-    """Write ``qid 0 docno grade`` lines sorted by (qid, docno), atomically; returns the path."""
+def write_trec_qrels(
+    path: str | Path, qrels: Mapping[str, Mapping[str, int]], *, encode: Encode = _same
+) -> Path:
+    """Write ``qid 0 docno grade`` lines sorted by (qid, docno), atomically; returns the path.
+
+    Sorted by the ids themselves; ``encode`` then turns each into its TREC token.
+    """
     lines: list[str] = []
     for qid in sorted(qrels):
         for docno in sorted(qrels[qid]):
             grade = qrels[qid][docno]
             if isinstance(grade, bool) or not isinstance(grade, int):
                 raise ValueError(f"query {qid!r}, page {docno!r}: grade must be an int, got {grade!r}")
-            lines.append(f"{_token(qid, 'query id')} 0 {_token(docno, 'docno')} {grade}\n")
+            lines.append(f"{_token(encode(qid), 'query id')} 0 {_token(encode(docno), 'docno')} {grade}\n")
     return write_text(path, "".join(lines))
 
 
@@ -133,12 +155,15 @@ def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     return out
 
 
-def trec_eval_order(ranking: Scored) -> list[tuple[str, float]]:
-    """The order trec_eval evaluates: score descending, tied scores by docno descending."""
-    by_docno = sorted(ranking, key=lambda t: t[0], reverse=True)
+def trec_eval_order(ranking: Iterable[Item], encode: Encode = _same) -> list[Item]:
+    """The order trec_eval evaluates: score descending, tied scores by docno descending.
+
+    Items are (docno, score, ...) tuples and come back unchanged; ties compare the
+    docnos as written to the file, i.e. after ``encode``."""
+    by_docno = sorted(ranking, key=lambda t: encode(t[0]), reverse=True)
     return sorted(by_docno, key=lambda t: -t[1])  # stable: keeps docno-descending within ties
 
 
-def tied_queries(rankings: Mapping[str, Scored]) -> list[str]:
+def tied_queries(rankings: Mapping[str, Sequence[tuple]]) -> list[str]:
     """Query ids whose ranking holds two equal scores, where an outside tool may re-order."""
-    return [qid for qid, ranking in rankings.items() if len({s for _, s in ranking}) < len(ranking)]
+    return [qid for qid, ranking in rankings.items() if len({t[1] for t in ranking}) < len(ranking)]

@@ -23,8 +23,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sourcepage.records import TEXT_VERSIONS, parse_page_id
+from sourcepage.records import parse_page_id
 from sourcepage.store.db import now
+from sourcepage.vocabulary import TEXT_VERSIONS
 
 DB_NAME = "reviews.sqlite"
 SYSTEM_DECISIONS: tuple[str, ...] = ("answer", "refuse", "review")
