@@ -149,10 +149,11 @@ def calibrate(
     seed: int = 42,
 ) -> None:
     """Fit the answer / review / refuse policy on development questions; store it with the index."""
-    from sourcepage.evaluation.answerability import CLASSES, held_out
+    from sourcepage.evaluation.answerability import held_out
     from sourcepage.evaluation.questions import QuestionError, read_questions
     from sourcepage.store.db import Store, StoreError
     from sourcepage.support.calibrate import run_calibration
+    from sourcepage.vocabulary import ANSWERABILITIES
 
     try:
         st = Store(store)
@@ -178,7 +179,7 @@ def calibrate(
     for col in ("policy", "AUROC near", "answerable refused", "unsupported refused", "out-of-domain refused"):
         t.add_column(col, justify="left" if col == "policy" else "right")
     for h in held_out(rep.cv, qs, rep.single_scores):
-        t.add_row(escape(h.policy), f"{h.auroc_near:.3f}", *(f"{h.refused[c]:.0%}" for c in CLASSES))
+        t.add_row(escape(h.policy), f"{h.auroc_near:.3f}", *(f"{h.refused[c]:.0%}" for c in ANSWERABILITIES))
     out.print(t)
     pol = rep.policy
     out.print(

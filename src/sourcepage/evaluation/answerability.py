@@ -54,8 +54,6 @@ def _aurocs(
     return out
 
 
-#: the answerability classes of a question set, in report order
-
 
 def decision_shares(answered: Sequence[bool] | Sequence[str], qs: Sequence[Question]) -> dict[str, Any]:
     """How each class was decided: answered / review / refused shares (``answered`` is
