@@ -11,7 +11,8 @@ from typing import Any
 
 from sourcepage.records import Hit, parse_page_id
 from sourcepage.retrieval.filters import Filters, check_filters
-from sourcepage.retrieval.methods import parse_method
+from sourcepage.retrieval.methods import Method, parse_method
+from sourcepage.retrieval.routing import router
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import content_terms
 from sourcepage.store.db import Store
@@ -103,7 +104,16 @@ class SearchService:
             a, b = (ranked[n][:FEATURE_DEPTH] for n in (pol.sparse, pol.semantic))
             cal = self.calibration(question, a, b)
         overlap = any(r["highlights"] for r in top)
-        decision = decide(m.name, [s.documents[r["doc_id"]] for r in top], overlap, cal[0] if cal else None)
+        route = router(s).route(question)
+        uncovered = route.uncovered if not route.jurisdictions else ()
+        decision = decide(
+            m.name,
+            [s.documents[r["doc_id"]] for r in top],
+            overlap,
+            cal[0] if cal else None,
+            uncovered=uncovered,
+            covered=router(s).codes,
+        )
         support = None
         if cal:
             c, feats = cal
@@ -124,6 +134,10 @@ class SearchService:
             "reasons": list(decision.reasons),
             "support": support,
             "jurisdictions": sorted({r["jurisdiction"] for r in top}),
+            "routing": {
+                **route.as_dict(),
+                "applied": bool(route.jurisdictions) and "route" in _kinds(m) and "jurisdiction" not in f,
+            },
             "query_ms": round(ms, 3),
             "results": results,
         }
@@ -159,6 +173,11 @@ class SearchService:
             "topic": d.topic,
             "extra": dict(d.extra),
         }
+
+
+def _kinds(m: Method) -> set[str]:
+    """Every kind in a composed method name (``route:rrf:bm25+dense`` → route, rrf, bm25, dense)."""
+    return {m.kind}.union(*(_kinds(p) for p in m.parts))
 
 
 _services: dict[tuple[str, str], SearchService] = {}

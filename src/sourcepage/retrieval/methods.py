@@ -129,6 +129,7 @@ _BUILTIN: dict[str, tuple[str, str]] = {
     "rerank": ("sourcepage.retrieval.rerank:METHOD", "rerank:<base>"),
     "rerank-chunk": ("sourcepage.retrieval.chunkrerank:METHOD", "rerank-chunk:<base>"),
     "ltr": ("sourcepage.retrieval.ltr:METHOD", "ltr:<a>+<b>[+<c>]"),
+    "route": ("sourcepage.retrieval.routing:METHOD", "route:<base>"),
 }
 _LOADED: dict[str, BaseMethod | StageMethod] = {}
 

@@ -47,8 +47,21 @@ def decide(
     top_docs: Sequence[Document],
     lexical_overlap: bool,
     calibration: Calibration | None = None,
+    uncovered: Sequence[str] = (),
+    covered: Sequence[str] = (),
 ) -> Decision:
-    """Decide from the top pages' documents, lexical overlap and (if any) a calibration."""
+    """Decide from the top pages' documents, lexical overlap and (if any) a calibration.
+    ``uncovered``: jurisdictions the question names that no document of the corpus is from
+    (``covered`` lists those that are); such a question is refused with that reason."""
+    if uncovered:
+        return Decision(
+            "refuse",
+            (
+                f"The question names {', '.join(uncovered)}, but no document in this corpus is from "
+                f"there (the corpus covers {', '.join(covered) or 'no named jurisdiction'}): its pages "
+                "cannot support an answer for that jurisdiction.",
+            ),
+        )
     if not top_docs:
         return Decision("refuse", ("No page was retrieved for this question.",))
     juris = jurisdictions(top_docs)

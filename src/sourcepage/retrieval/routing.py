@@ -1,0 +1,220 @@
+"""Jurisdiction routing (study §5.5): a question that names a jurisdiction, an authority or
+a document is answered from that jurisdiction's pages only.
+
+The names come from the corpus, not from a hand-written list of jurisdictions:
+
+* every manifest jurisdiction code (``US``, ``AU-NSW``) and its parts (``NSW``), matched
+  case-sensitively as whole words;
+* the ISO 3166 names of the code's country and subdivision (``pycountry``: "United States",
+  "Australia", "New South Wales"; ``UK`` is ISO's reserved code for GB), matched as words
+  with an optional suffix ("Australian", "Zealand's");
+* each document's authority (its first run of capitalised words, parenthetical remarks
+  dropped: "SafeWork NSW", "Safe Work Australia") and the acronyms of the authority
+  ("OSHA", "HSE").
+
+A country-level name (a country name or a bare country code) also admits the country's
+sub-jurisdictions present in the corpus ("in Australia" → AU and AU-NSW); an authority or a
+sub-jurisdiction name admits only its own ("under the NSW code" → AU-NSW). A country named
+in the question that no document covers ("in Canada") is reported as ``uncovered``.
+
+The route's ``query`` is the question with the matched names removed, so that a name that
+appears on every cover page of a jurisdiction's documents ("NSW", "OSHA") no longer pulls
+those pages up. ``route:<base>`` is the registered stage that applies it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from sourcepage.records import Document, Hit
+
+if TYPE_CHECKING:
+    from sourcepage.retrieval.methods import Method
+    from sourcepage.retrieval.search import Searcher
+
+# ISO 3166-1 reserves "UK" for the United Kingdom (alpha-2 "GB"); "EU" is reserved for the
+# European Union, which has no ISO country entry
+_ISO_EXCEPTIONS = {"UK": "GB"}
+_ACRONYM = re.compile(r"\b[A-Z]{2,6}\b")
+# words of an authority that name what it is, not where: not aliases on their own
+_GENERIC = {
+    "and",
+    "of",
+    "the",
+    "for",
+    "on",
+    "at",
+    "department",
+    "office",
+    "council",
+    "executive",
+    "parliament",
+    "parliamentary",
+    "counsel",
+    "publications",
+    "safety",
+    "health",
+    "work",
+    "labor",
+    "labour",
+    "administration",
+    "occupational",
+    "government",
+    "based",
+    "model",
+    "code",
+    "european",
+}
+
+
+@dataclass(frozen=True)
+class Route:
+    """What a question names: covered jurisdictions (manifest codes), the names matched,
+    countries named that the corpus does not cover, and the question without the names."""
+
+    jurisdictions: tuple[str, ...]
+    matched: tuple[str, ...]
+    uncovered: tuple[str, ...]
+    query: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "jurisdictions": list(self.jurisdictions),
+            "matched": list(self.matched),
+            "uncovered": list(self.uncovered),
+        }
+
+
+def _word_pattern(name: str, case_sensitive: bool) -> re.Pattern[str]:
+    body = r"\s+".join(re.escape(w) for w in name.split())
+    if case_sensitive:
+        return re.compile(rf"(?<![\w-]){body}(?:['’]s)?(?![\w-])")
+    return re.compile(rf"(?<![\w-]){body}(?:n|ns|'s|’s|s)?(?![\w-])", re.IGNORECASE)
+
+
+@lru_cache(maxsize=1)
+def _countries() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(alpha-2, names) of every ISO 3166 country."""
+    import pycountry
+
+    out = []
+    for c in pycountry.countries:
+        names = {c.name, getattr(c, "common_name", c.name), getattr(c, "official_name", c.name)}
+        out.append((c.alpha_2, tuple(sorted(n for n in names if n))))
+    return tuple(out)
+
+
+def _iso_names(code: str) -> tuple[list[str], bool]:
+    """ISO names of a jurisdiction code and whether it is country-level."""
+    import pycountry
+
+    country, _, sub = code.partition("-")
+    country = _ISO_EXCEPTIONS.get(country, country)
+    if sub:
+        s = pycountry.subdivisions.get(code=f"{country}-{sub}")
+        return ([s.name] if s else []), False
+    c = pycountry.countries.get(alpha_2=country)
+    if c is None:
+        return [], True
+    return [n for n in {c.name, getattr(c, "common_name", "")} if n], True
+
+
+class Router:
+    """Recognises the jurisdictions named in a question, from a corpus's documents."""
+
+    def __init__(self, docs: Iterable[Document]):
+        docs = list(docs)
+        codes = sorted({d.jurisdiction for d in docs if d.jurisdiction})
+        self.codes = tuple(codes)
+        children = {c: [k for k in codes if k.startswith(c + "-")] for c in codes}
+        names: dict[tuple[str, bool], set[str]] = {}  # (name, case-sensitive) → codes
+
+        def add(name: str, cs: bool, targets: Iterable[str]) -> None:
+            name = name.strip()
+            if len(name) >= 2 and name.lower() not in _GENERIC:
+                names.setdefault((name, cs), set()).update(targets)
+
+        for code in codes:
+            own = [code, *children.get(code, [])]
+            add(code, True, own)
+            for part in code.split("-")[1:]:
+                add(part, True, [code])
+            iso, country_level = _iso_names(code)
+            for n in iso:
+                add(n, False, own if country_level else [code])
+        for d in docs:
+            if not d.jurisdiction:
+                continue
+            for acro in _ACRONYM.findall(d.authority or ""):  # "OSHA", "HSE"
+                add(acro, True, [d.jurisdiction])
+            authority = re.sub(r"\([^)]*\)", " ", d.authority or "")
+            run = re.search(r"[A-Z][\w’'-]*(?:\s+[A-Z][\w’'-]*)+", authority)  # "Safe Work Australia"
+            if run:
+                add(" ".join(run.group(0).split()), False, [d.jurisdiction])
+        # a name claimed by several jurisdictions that are not one country and its parts
+        # says nothing about where: dropped
+        self.names = {k: tuple(sorted(v)) for k, v in names.items() if len({c.split("-")[0] for c in v}) == 1}
+        self._patterns = sorted(
+            ((_word_pattern(n, cs), n, v) for (n, cs), v in self.names.items()),
+            key=lambda t: -len(t[1]),  # longest names first: "Safe Work Australia" before "Australia"
+        )
+        covered = {_ISO_EXCEPTIONS.get(c.split("-")[0], c.split("-")[0]) for c in codes}
+        self._foreign = [
+            (_word_pattern(n, False), n)
+            for a2, ns in _countries()
+            if a2 not in covered
+            for n in ns
+            if " " in n or len(n) > 4  # short names ("Chad", "Peru") are too often other words
+        ]
+
+    def route(self, question: str) -> Route:
+        text = question
+        matched: list[str] = []
+        found: set[str] = set()
+        for pat, name, targets in self._patterns:
+            if pat.search(text):
+                matched.append(name)
+                found.update(targets)
+                text = pat.sub(" ", text)
+        uncovered = sorted({n for pat, n in self._foreign if pat.search(text)})
+        query = re.sub(r"\s+", " ", text).strip()
+        return Route(tuple(sorted(found)), tuple(matched), tuple(uncovered), query or question)
+
+
+def router(searcher: Searcher) -> Router:
+    """The searcher's router (built once from its documents)."""
+    r = searcher.__dict__.get("_router")
+    if r is None:
+        r = searcher.__dict__["_router"] = Router(searcher.documents.values())
+    return r
+
+
+class RouteMethod:
+    """The registered stage ``route:<base>``: when the question names covered
+    jurisdictions (and the caller set no jurisdiction filter), rank ``base`` on those
+    jurisdictions' pages with the names removed from the query; else rank ``base`` as is."""
+
+    kind = "route"
+    grammar = "route:<base>"
+    summary = "jurisdiction routing: filter to the named jurisdiction, names removed from the query"
+    arity = "one"
+
+    def examples(self, bases: Sequence[str]) -> list[str]:
+        return ["route:bm25"] + (["route:rrf:bm25+dense"] if "dense" in bases else [])
+
+    def rank(
+        self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
+    ) -> list[Hit]:
+        r = router(searcher).route(query)
+        if not r.jurisdictions or "jurisdiction" in filters:
+            return searcher.ranked(method.parts[0], query, k, filters)
+        return searcher.ranked(
+            method.parts[0], r.query, k, {**filters, "jurisdiction": list(r.jurisdictions)}
+        )
+
+
+METHOD = RouteMethod()

@@ -1,0 +1,87 @@
+"""Jurisdiction routing: names from the manifest (and ISO 3166), never a hand-written list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sourcepage.records import Document, doc_of
+from sourcepage.retrieval.routing import Router
+from sourcepage.retrieval.search import Searcher
+
+
+def _doc(doc_id: str, jurisdiction: str, authority: str, title: str = "A code") -> Document:
+    return Document.from_dict(
+        {"doc_id": doc_id, "jurisdiction": jurisdiction, "authority": authority, "title": title}
+    )
+
+
+DOCS = [
+    _doc("osha", "US", "US OSHA (Department of Labor)"),
+    _doc("swa", "AU", "Safe Work Australia"),
+    _doc("nsw", "AU-NSW", "SafeWork NSW (based on Safe Work Australia model code)"),
+    _doc("hse", "UK", "UK Health and Safety Executive (HSE)"),
+    _doc("nz", "NZ", "New Zealand Parliamentary Counsel Office"),
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "expect", "query"),
+    [
+        ("Under the NSW code, who may remove a lock?", ("AU-NSW",), "Under the code, who may remove a lock?"),
+        ("What does OSHA require for lockout?", ("US",), "What does require for lockout?"),
+        ("What does Safe Work Australia's code say about falls?", ("AU",), None),
+        ("How are falls managed in Australia?", ("AU", "AU-NSW"), None),  # a country admits its states
+        ("Which Australian code covers ladders?", ("AU", "AU-NSW"), None),
+        ("What does HSE say about first aiders?", ("UK",), None),
+        ("Who is an officer in New Zealand?", ("NZ",), None),
+        ("Is a permit needed in New South Wales?", ("AU-NSW",), None),
+        ("How often must locks be inspected?", (), "How often must locks be inspected?"),
+    ],
+)
+def test_route_names_from_the_manifest(question: str, expect: tuple[str, ...], query: str | None) -> None:
+    r = Router(DOCS).route(question)
+    assert r.jurisdictions == expect
+    assert r.uncovered == ()
+    if query is not None:
+        assert r.query == query
+
+
+def test_uncovered_country_is_reported_not_routed() -> None:
+    r = Router(DOCS).route("What does the law in Canada say about confined spaces?")
+    assert r.jurisdictions == () and r.uncovered == ("Canada",)
+
+
+def test_generic_authority_words_are_not_names() -> None:
+    r = Router(DOCS).route("What does the Department of Health say about safety at work?")
+    assert r.jurisdictions == ()
+
+
+def test_route_stage_filters_to_the_named_jurisdiction(safety_store: Path) -> None:
+    s = Searcher(safety_store)
+    docs = {d.doc_id: d for d in s.documents.values()}
+    q = "What personal protective equipment does HSE expect employers to provide?"
+    plain = s.rank(q, "bm25", k=10).hits
+    routed = s.rank(q, "route:bm25", k=10).hits
+    assert routed and {docs[doc_of(h.page_id)].jurisdiction for h in routed} == {"UK"}
+    assert {docs[doc_of(h.page_id)].jurisdiction for h in plain} != {"UK"}
+    # a caller's own jurisdiction filter wins over routing
+    us = s.rank(q, "route:bm25", k=10, filters={"jurisdiction": ["US"]}).hits
+    assert us and {docs[doc_of(h.page_id)].jurisdiction for h in us} == {"US"}
+    # a question that names nothing ranks as its base does
+    q2 = "Who may remove a lockout device?"
+    assert s.rank(q2, "route:bm25", k=10).hits == s.rank(q2, "bm25", k=10).hits
+
+
+def test_search_reports_routing_and_refuses_an_uncovered_jurisdiction(safety_store: Path) -> None:
+    from sourcepage import api
+
+    out = api.search("What PPE does HSE expect employers to provide?", safety_store, method="route:bm25", k=5)
+    assert out["routing"]["jurisdictions"] == ["UK"] and out["routing"]["applied"] is True
+    assert {r["jurisdiction"] for r in out["results"]} == {"UK"}
+    plain = api.search("What PPE does HSE expect employers to provide?", safety_store, method="bm25", k=5)
+    assert plain["routing"]["applied"] is False and plain["routing"]["matched"] == ["HSE"]
+    out = api.search("What must an employer in Canada do before confined space entry?", safety_store, k=5)
+    assert out["decision"] == "refuse" and "Canada" in out["reasons"][0]
+    assert out["routing"]["uncovered"] == ["Canada"]
