@@ -166,7 +166,32 @@ def test_cohens_kappa_hand_computed(db) -> None:
     assert k["kappa"] == pytest.approx(0.5)
     dis = J.disagreements(db, "ann", "bob")
     assert [(d["page"], d["ann"], d["bob"]) for d in dis] == [("d#p2", 2, 1), ("d#p5", 0, 1)]
-    assert J.cohens_kappa(db, "ann", "nobody") == {"kappa": None, "n": 0, "agreement": None}
+    # binary relevance (grade >= 1): ann 1,1,1,0,0,1 vs bob 1,1,1,0,1,1 -> p_o = 5/6;
+    # marginals ann 4/2, bob 5/1 -> p_e = (4*5 + 2*1) / 36 = 11/18; kappa = (5/6 - 11/18) / (7/18) = 4/7
+    assert k["agreement_binary"] == pytest.approx(5 / 6)
+    assert k["kappa_binary"] == pytest.approx(4 / 7)
+    assert J.cohens_kappa(db, "ann", "nobody") == {
+        "kappa": None,
+        "n": 0,
+        "agreement": None,
+        "kappa_binary": None,
+        "agreement_binary": None,
+    }
+
+
+def test_binary_kappa_ignores_grade_1_vs_2(db) -> None:
+    """Grades 1 and 2 are both relevant: they disagree graded but agree binary."""
+    for i, (a, b) in enumerate([(2, 1), (1, 2), (0, 0), (1, 1)], 1):
+        J.record(db, "Q1", f"d#p{i}", a, "ann")
+        J.record(db, "Q1", f"d#p{i}", b, "bob")
+    k = J.cohens_kappa(db, "ann", "bob")
+    assert k["agreement"] == pytest.approx(0.5)
+    assert k["kappa"] < 0.5
+    assert k["agreement_binary"] == 1.0 and k["kappa_binary"] == pytest.approx(1.0)
+    J.record(db, "Q1", "d#p3", 1, "ann")  # now every ann grade is relevant, bob has one 0
+    k = J.cohens_kappa(db, "ann", "bob")
+    assert k["agreement_binary"] == pytest.approx(0.75)
+    assert k["kappa_binary"] == pytest.approx(0.0)
 
 
 def test_kappa_uses_latest_judgment(db) -> None:
@@ -275,6 +300,7 @@ def test_cli_interactive_resumable(fresh_store: Path, tmp_path: Path) -> None:
     res = runner.invoke(app, [*args, "--kappa", "bob"])
     assert res.exit_code == 0, res.output
     assert "Cohen's kappa ann vs bob" in res.output and "over 4 pairs" in res.output
+    assert "binary relevance (grade >= 1)" in res.output
     assert "1 disagreements" in res.output
     res = runner.invoke(app, [*args, "--kappa", "bob", "--adjudicate"], input="1\nsettled\n")
     assert res.exit_code == 0, res.output

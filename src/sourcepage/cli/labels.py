@@ -94,10 +94,15 @@ def judge(
     if kappa:
         acted = True
         k = J.cohens_kappa(conn, reviewer, kappa)
-        kap = "undefined" if k["kappa"] is None else f"{k['kappa']:.3f}"
-        agr = "–" if k["agreement"] is None else f"{k['agreement']:.3f}"
+
+        def num(x: float | None, none: str) -> str:
+            return none if x is None else f"{x:.3f}"
+
         out.print(
-            f"Cohen's kappa {reviewer} vs {kappa}: {kap} over {k['n']} pairs (agreement {agr})", markup=False
+            f"Cohen's kappa {reviewer} vs {kappa}: {num(k['kappa'], 'undefined')} over {k['n']} pairs "
+            f"(agreement {num(k['agreement'], '–')}); binary relevance (grade >= 1): "
+            f"{num(k['kappa_binary'], 'undefined')} (agreement {num(k['agreement_binary'], '–')})",
+            markup=False,
         )
         dis = J.disagreements(conn, reviewer, kappa)
         if dis:

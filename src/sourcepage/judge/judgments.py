@@ -222,27 +222,40 @@ def _pairs(db: sqlite3.Connection, a: str, b: str) -> list[tuple[str, str, int, 
     return [(q, p, ga[(q, p)], gb[(q, p)]) for q, p in both]
 
 
-def cohens_kappa(db: sqlite3.Connection, reviewer_a: str, reviewer_b: str) -> dict[str, Any]:
-    """Unweighted Cohen's kappa over grades 0/1/2 of the pairs both reviewers judged.
-
-    Returns ``{"kappa", "n", "agreement"}``; ``kappa`` is None when it is undefined
-    (no shared pairs, or both reviewers used one single grade throughout).
-    """
+def _kappa(ya: Sequence[int], yb: Sequence[int], labels: Sequence[int]) -> float | None:
+    """Unweighted Cohen's kappa of two label lists; None when it is undefined (both
+    reviewers used one single label throughout)."""
     from sklearn.metrics import cohen_kappa_score
 
+    if len(set(ya) | set(yb)) < 2:
+        return None
+    k = float(cohen_kappa_score(ya, yb, labels=list(labels)))
+    return None if k != k else k
+
+
+def cohens_kappa(db: sqlite3.Connection, reviewer_a: str, reviewer_b: str) -> dict[str, Any]:
+    """Unweighted Cohen's kappa of the pairs both reviewers judged, graded and binary.
+
+    ``kappa`` and ``agreement`` compare grades 0/1/2; ``kappa_binary`` and
+    ``agreement_binary`` compare relevance (grade >= 1, the spec's binary relevance),
+    which is what retrieval metrics use. A kappa is None when it is undefined (no
+    shared pairs, or both reviewers used one single label throughout).
+    """
     pairs = _pairs(db, reviewer_a, reviewer_b)
     n = len(pairs)
     if n == 0:
-        return {"kappa": None, "n": 0, "agreement": None}
+        return {"kappa": None, "n": 0, "agreement": None, "kappa_binary": None, "agreement_binary": None}
     ya = [ga for _, _, ga, _ in pairs]
     yb = [gb for _, _, _, gb in pairs]
-    agreement = sum(x == y for x, y in zip(ya, yb, strict=True)) / n
-    if len(set(ya) | set(yb)) < 2:
-        kappa = None
-    else:
-        k = float(cohen_kappa_score(ya, yb, labels=[0, 1, 2]))
-        kappa = None if k != k else k
-    return {"kappa": kappa, "n": n, "agreement": agreement}
+    ba = [int(g >= 1) for g in ya]
+    bb = [int(g >= 1) for g in yb]
+    return {
+        "kappa": _kappa(ya, yb, (0, 1, 2)),
+        "n": n,
+        "agreement": sum(x == y for x, y in zip(ya, yb, strict=True)) / n,
+        "kappa_binary": _kappa(ba, bb, (0, 1)),
+        "agreement_binary": sum(x == y for x, y in zip(ba, bb, strict=True)) / n,
+    }
 
 
 def disagreements(db: sqlite3.Connection, a: str, b: str) -> list[dict[str, Any]]:
