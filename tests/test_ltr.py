@@ -1,0 +1,53 @@
+"""The learned second stage: features, a model fitted and saved as JSON, ranking with it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sourcepage.retrieval.ltr import MODELS_DIR, candidates, feature_names, fit, model_scores
+from sourcepage.retrieval.methods import parse_method
+from sourcepage.retrieval.search import Searcher
+
+Q = "Who may remove a lockout device?"
+
+
+def test_candidates_are_the_fused_pages_with_one_feature_row_each(safety_store: Path) -> None:
+    s = Searcher(safety_store)
+    parts = [parse_method("bm25"), parse_method("lsa")]
+    hits, x = candidates(s, parts, Q, {})
+    fused = s.rank(Q, "rrf:bm25+lsa", k=None).hits
+    assert [h.page_id for h in hits] == [h.page_id for h in fused][: len(hits)]
+    assert x.shape == (len(hits), len(feature_names(2)))
+    names = feature_names(2)
+    assert np.all((x[:, names.index("rr_0")] >= 0) & (x[:, names.index("rr_0")] <= 1))
+    assert np.all((x[:, names.index("coverage")] >= 0) & (x[:, names.index("coverage")] <= 1 + 1e-9))
+
+
+def test_a_store_model_ranks_deterministically_and_a_missing_one_is_a_clear_error(fresh_store: Path) -> None:
+    s = Searcher(fresh_store)
+    with pytest.raises(RuntimeError, match="no learned-ranking model for ltr:bm25\\+lsa"):
+        s.rank(Q, "ltr:bm25+lsa", k=5)
+    parts = [parse_method("bm25"), parse_method("lsa")]
+    hits, x = candidates(s, parts, Q, {})
+    names = feature_names(2)
+    y = (x[:, names.index("coverage")] > np.median(x[:, names.index("coverage")])).astype(int)
+    model = {**fit(x, y, names), "parts": "bm25+lsa"}
+    (fresh_store / "indexes" / "raw" / "ltr-bm25__lsa.json").write_text(json.dumps(model))
+    s2 = Searcher(fresh_store)
+    ranked = s2.rank(Q, "ltr:bm25+lsa", k=None).hits
+    assert sorted(h.page_id for h in ranked) == sorted(h.page_id for h in hits)
+    scores = model_scores(model, x)
+    best = hits[int(np.argmax(scores))].page_id
+    assert ranked[0].page_id == best
+    assert s2.rank(Q, "ltr:bm25+lsa", k=None).hits == ranked  # same inputs, same ranking
+
+
+def test_the_shipped_model_is_plain_json_with_its_measurement() -> None:
+    model = json.loads((MODELS_DIR / "ltr-bm25__dense.json").read_text())
+    assert model["parts"] == "bm25+dense" and model["features"] == feature_names(2)
+    assert len(model["coef"]) == len(model["mean"]) == len(model["scale"]) == len(model["features"])
+    assert model["cv"]["questions"] > 50 and set(model["cv"]) >= {"rrf", "ltr"}
