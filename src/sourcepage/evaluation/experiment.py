@@ -274,6 +274,9 @@ class QuestionsBenchmark(Benchmark):
             "topic": q.topic,
             "type": q.type,
             "answerability": q.answerability,
+            # the jurisdictions the question names (intl20's names_jurisdiction), for the
+            # per-jurisdiction tables; "none named" otherwise
+            "named_jurisdiction": "+".join(q.extra.get("names_jurisdiction") or []) or "none named",
             "top_score": None if math.isinf(top) else top,
             "margin": margin,
             "top_page": hits[0].page if hits else None,

@@ -270,7 +270,10 @@ def write_report(
                 rows,
             )
         )
-    for key, title in (("topic", "topic"), ("type", "question type")):
+    by = [("topic", "topic"), ("type", "question type")]
+    if any(r.get("named_jurisdiction", "none named") != "none named" for r in per_q):
+        by.append(("named_jurisdiction", "jurisdiction named in the question"))
+    for key, title in by:
         h3 = breakdown(per_q, key, "hit@3")
         rr = breakdown(per_q, key, "mrr")
         groups = sorted({g for d in h3.values() for g in d})
