@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sourcepage.records import Hit, parse_page_id
+from sourcepage.retrieval import duplicates
 from sourcepage.retrieval.filters import Filters, check_filters
 from sourcepage.retrieval.methods import Method, parse_method
 from sourcepage.retrieval.routing import router
@@ -43,6 +44,7 @@ class SearchService:
         self.stamp = self.searcher.store.content_stamp()
         self.policy_stamp = policy_stamp(self.path, version)
         self.policy = self._load_policy()
+        self._texts: dict[str, str] = {}
 
     def _load_policy(self) -> Policy | None:
         p = load_policy(self.path, self.version)
@@ -89,12 +91,17 @@ class SearchService:
         f = check_filters(filters, list(s.documents.values()))
         pol = self.policy
         t0 = time.perf_counter()
-        depth = max(k, FEATURE_DEPTH) if pol and m.name in (pol.sparse, pol.semantic) else k
+        # twice k pages, so that k remain after near-duplicate pages are grouped
+        depth = max(2 * k, FEATURE_DEPTH) if pol and m.name in (pol.sparse, pol.semantic) else 2 * k
         ranked: dict[str, list[Hit]] = {m.name: s.ranked(m, question, depth, f)}
         ms = (time.perf_counter() - t0) * 1000
-        hits = ranked[m.name][:k]
+        groups = duplicates.group(ranked[m.name][: 2 * k], self._page_text)[:k]
         terms = content_terms(question)
-        results = [self._result(h, terms) for h in hits]
+        results = []
+        for h, dups in groups:
+            r = self._result(h, terms)
+            r["duplicates"] = [self._duplicate(d, sim) for d, sim in dups]
+            results.append(r)
         top = results[:DECISION_DEPTH]
         cal = None
         if pol is not None and results:
@@ -148,6 +155,28 @@ class SearchService:
                 log_answer(self.path, question, m.name, decision.decision, ans)
             out["answer"] = ans
         return out
+
+    def _page_text(self, page: str) -> str:
+        """Raw text of a page (cached: grouping compares the same top pages again)."""
+        if page not in self._texts:
+            doc_id, n = parse_page_id(page)
+            row = self.searcher.store.page(doc_id, n)
+            self._texts[page] = row["raw"] if row else ""
+        return self._texts[page]
+
+    def _duplicate(self, h: Hit, similarity: float) -> dict[str, Any]:
+        doc_id, n = parse_page_id(h.page_id)
+        d = self.searcher.documents[doc_id]
+        return {
+            "page": h.page_id,
+            "doc_id": doc_id,
+            "page_number": n,
+            "rank": h.rank,
+            "score": h.score,
+            "similarity": similarity,
+            "title": d.title,
+            "jurisdiction": d.jurisdiction,
+        }
 
     def _result(self, h: Hit, terms: set[str]) -> dict[str, Any]:
         """One hit with its provenance (spec §5)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -154,7 +154,7 @@ Report = IngestReport | BeirIngestReport
 
 
 def ingest(
-    corpus: str | Path,
+    corpus: str | Path | Sequence[str | Path],
     store: str | Path,
     *,
     engine: str = "pypdfium2",
@@ -164,7 +164,8 @@ def ingest(
     force: bool = False,
     progress: Progress | None = None,
 ) -> IngestReport:
-    """Ingest ``corpus`` (a folder with manifest.csv and pdf/) into ``store``.
+    """Ingest ``corpus`` (a folder with manifest.csv and pdf/, or several such folders
+    that make one collection) into ``store``.
 
     Raises ManifestError (every problem with file, line, column) before touching the
     store when the manifest is invalid. ``workers``: processes extracting files (None:

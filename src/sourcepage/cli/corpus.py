@@ -17,7 +17,12 @@ if TYPE_CHECKING:
 def ingest(
     ctx: typer.Context,
     corpus: Annotated[
-        Path | None, typer.Option("--corpus", help="Corpus folder (manifest.csv + pdf/: PDF, .txt, .md).")
+        list[Path] | None,
+        typer.Option(
+            "--corpus",
+            help="Corpus folder (manifest.csv + pdf/: PDF, .txt, .md); repeat it to ingest several "
+            "folders as one collection.",
+        ),
     ] = None,
     store: StoreOpt = Path(".store"),
     engine: Annotated[str, typer.Option(help="pypdfium2 (default) or pypdf (the study's).")] = "pypdfium2",
@@ -58,7 +63,7 @@ def ingest(
     except ValueError as e:
         fail(str(e))
     if beir is not None:
-        if corpus is not None:
+        if corpus:
             fail("give --corpus or --beir, not both")
 
         # typer vendors click: compare the parameter source by name
@@ -67,7 +72,7 @@ def ingest(
 
         _ingest_beir(beir, store, settings, given("chunk_mode"), given("enrich_fields"), title_in_text, force)
         return
-    if corpus is None:
+    if not corpus:
         fail("give --corpus DIR (or --beir DIR)")
     from sourcepage.ingest import ingest as run
 
@@ -79,7 +84,7 @@ def ingest(
 
         try:
             rep = run(
-                corpus,
+                corpus if len(corpus) > 1 else corpus[0],
                 store,
                 engine=engine,
                 allow_checksum_mismatch=allow_checksum_mismatch,

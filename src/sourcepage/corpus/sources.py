@@ -87,58 +87,82 @@ class Source(Protocol):
 
 @dataclass
 class ManifestSource:
-    """A corpus folder: ``manifest.csv`` and the PDF and text files under ``pdf/``."""
+    """One or more corpus folders: ``manifest.csv`` and the PDF and text files under
+    ``pdf/``. Several folders ingest into one store as one collection (a doc_id may appear
+    in only one of them); a document listed in none of them is marked removed."""
 
-    corpus: str | Path
-    manifest: Manifest
+    corpus: str | Path  # the first folder (kept for the run log's "corpus")
+    manifest: Manifest  # the first folder's manifest
     engine: str
     settings: TextSettings
+    manifests: tuple[Manifest, ...] = ()
 
     command = "ingest"
     per_document_transactions = True
 
+    def __post_init__(self) -> None:
+        self.manifests = self.manifests or (self.manifest,)
+        self._owner = {d.doc_id: m for m in self.manifests for d in m.documents}
+
     @classmethod
     def read(
         cls,
-        corpus: str | Path,
+        corpus: str | Path | Sequence[str | Path],
         *,
         engine: str,
         settings: TextSettings,
         allow_checksum_mismatch: bool = False,
     ) -> ManifestSource:
-        """Validate the engine and the manifest (ManifestError lists every problem)."""
+        """Validate the engine and the manifests (ManifestError lists every problem of a
+        manifest; a doc_id in two folders is an error naming both manifests)."""
         if engine not in ENGINES:
             raise ValueError(f"unknown extraction engine {engine!r}; choose from {ENGINES}")
-        manifest = read_manifest(corpus, allow_checksum_mismatch=allow_checksum_mismatch)
-        return cls(corpus, manifest, engine, settings)
+        folders = [corpus] if isinstance(corpus, (str, Path)) else list(corpus)
+        if not folders:
+            raise ValueError("no corpus folder given")
+        manifests = tuple(read_manifest(f, allow_checksum_mismatch=allow_checksum_mismatch) for f in folders)
+        seen: dict[str, Path] = {}
+        for m in manifests:
+            for d in m.documents:
+                if d.doc_id in seen:
+                    raise ValueError(
+                        f"{m.corpus_dir / 'manifest.csv'}: doc_id {d.doc_id!r} is also in "
+                        f"{seen[d.doc_id] / 'manifest.csv'}; one collection needs unique doc_ids"
+                    )
+                seen[d.doc_id] = m.corpus_dir
+        return cls(folders[0], manifests[0], engine, settings, manifests)
 
     def run_args(self, force: bool) -> dict[str, Any]:
-        return {
+        args: dict[str, Any] = {
             "corpus": str(self.corpus),
             "engine": self.engine,
             "settings": self.settings.as_dict(),
             "force": force,
         }
+        if len(self.manifests) > 1:
+            args["corpora"] = [str(m.corpus_dir) for m in self.manifests]
+        return args
 
     def unchanged(self, store: Store) -> bool:
         return False  # each file's checksum decides, document by document
 
     def warnings(self) -> list[tuple[str | None, str, str]]:
-        return [(w.doc_id or None, f"manifest:{w.column}", str(w)) for w in self.manifest.warnings]
+        return [
+            (w.doc_id or None, f"manifest:{w.column}", str(w)) for m in self.manifests for w in m.warnings
+        ]
 
     def batches(self) -> Iterator[list[Document]]:
-        yield list(self.manifest.documents)
+        yield [d for m in self.manifests for d in m.documents]
 
     def identify(
         self, store: Store, conn: Any, run_id: int, items: list[Document], warn: Warn
     ) -> list[Candidate]:
-        return [Candidate(doc, path=self.manifest.pdf_path(doc)) for doc in items]
+        return [Candidate(doc, path=self._owner[doc.doc_id].pdf_path(doc)) for doc in items]
 
     def finish(self, store: Store, conn: Any, run_id: int) -> Removed:
-        listed = {d.doc_id for d in self.manifest.documents}
         removed = []
         for doc_id, row in store.document_rows().items():
-            if doc_id not in listed and row["status"] == "ok":
+            if doc_id not in self._owner and row["status"] == "ok":
                 store.mark_removed(conn, doc_id)
                 removed.append(doc_id)
         return removed

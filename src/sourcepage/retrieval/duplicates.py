@@ -1,0 +1,52 @@
+"""Near-duplicate pages in a ranking: the same text published twice (the SafeWork NSW falls
+code repeats the Safe Work Australia one page for page) must not fill the top ten.
+
+Two pages are near-duplicates when the Jaccard similarity of their word 5-gram shingles
+(lower-cased words) is at least ``THRESHOLD`` (0.8). Grouping is done on the ranked pages
+only (a few dozen comparisons a query, no index needed): each page joins the group of the
+first higher-ranked page it nearly duplicates; the group is shown once, at the rank of its
+best page, with the others listed as its duplicates.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable, Sequence
+
+from sourcepage.records import Hit
+
+THRESHOLD = 0.8
+SHINGLE = 5
+_WORD = re.compile(r"[^\W_]+")
+
+
+def shingles(text: str, n: int = SHINGLE) -> frozenset[int]:
+    """CRC-32 of every run of ``n`` consecutive lower-cased words (one set a page)."""
+    words = _WORD.findall(text.lower())
+    if len(words) < n:
+        return frozenset([zlib.crc32(" ".join(words).encode())]) if words else frozenset()
+    return frozenset(zlib.crc32(" ".join(words[i : i + n]).encode()) for i in range(len(words) - n + 1))
+
+
+def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def group(
+    hits: Sequence[Hit], text_of: Callable[[str], str], threshold: float = THRESHOLD
+) -> list[tuple[Hit, list[tuple[Hit, float]]]]:
+    """(kept hit, [(duplicate hit, similarity), …]) in rank order."""
+    groups: list[tuple[Hit, list[tuple[Hit, float]]]] = []
+    sets: list[frozenset[int]] = []
+    for h in hits:
+        sh = shingles(text_of(h.page_id))
+        for (_, dups), hs in zip(groups, sets, strict=True):
+            sim = jaccard(sh, hs)
+            if sim >= threshold:
+                dups.append((h, round(sim, 3)))
+                break
+        else:
+            groups.append((h, []))
+            sets.append(sh)
+    return groups
