@@ -9,7 +9,7 @@ OUT    ?= out/osha6
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install test demo lint clean
+.PHONY: install test demo demo-intl lint clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -34,6 +34,15 @@ demo: $(STAMP)
 	$(BIN)/sourcepage eval --corpus $(CORPUS) --questions benchmarks/osha6/questions.jsonl \
 		--config benchmarks/osha6/experiment.yaml --out $(OUT)
 	@echo "report: $(OUT)/report.md"
+
+# The same design on the twenty-document, five-jurisdiction corpus with the intl20 benchmark
+# (dev split by default; SPLIT=test once, at the end; SPLIT=questions for all 220).
+INTL   ?= ../shared/corpus-intl
+SPLIT  ?= dev
+demo-intl: $(STAMP)
+	$(BIN)/sourcepage eval --corpus $(INTL) --questions benchmarks/intl20/$(SPLIT).jsonl \
+		--config benchmarks/intl20/experiment.yaml --out out/intl20-$(SPLIT)
+	@echo "report: out/intl20-$(SPLIT)/report.md"
 
 clean:
 	rm -rf out .store
