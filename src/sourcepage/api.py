@@ -12,7 +12,7 @@ from typing import Any
 from sourcepage.records import Hit, parse_page_id
 from sourcepage.retrieval import duplicates
 from sourcepage.retrieval.filters import Filters, check_filters
-from sourcepage.retrieval.methods import Method, parse_method
+from sourcepage.retrieval.methods import Method, default_method, parse_method
 from sourcepage.retrieval.routing import router
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import content_terms
@@ -77,7 +77,7 @@ class SearchService:
     def search(
         self,
         question: str,
-        method: str = "bm25",
+        method: str | None = None,
         k: int = 10,
         filters: Filters | None = None,
         answer: bool = True,
@@ -87,7 +87,7 @@ class SearchService:
         if not question.strip():
             raise ValueError("the question is empty")
         s = self.searcher
-        m = parse_method(method)
+        m = parse_method(method or default_method())
         f = check_filters(filters, list(s.documents.values()))
         pol = self.policy
         t0 = time.perf_counter()
@@ -246,14 +246,15 @@ def highlight_spans(passage: str, terms: set[str]) -> list[tuple[int, int]]:
 def search(
     question: str,
     store: str | Path,
-    method: str = "bm25",
+    method: str | None = None,
     k: int = 10,
     version: str = "raw",
     filters: Filters | None = None,
     answer: bool = True,
     log: bool = False,
 ) -> dict[str, Any]:
-    """Ranked source pages with provenance, a support decision (spec §5) and, unless
+    """Ranked source pages with provenance (``method`` None: ``default_method()``, measured
+    on the dev splits), a support decision (spec §5) and, unless
     the decision is refuse, quoted supporting sentences with citations (appended to
     ``<store>/answers.jsonl``, apart from retrieval, when ``log`` is set)."""
     return service(store, version).search(question, method, k, filters, answer, log)

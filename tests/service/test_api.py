@@ -66,13 +66,13 @@ def test_search_returns_exactly_api_search(client: TestClient, fresh_store: Path
     assert body["results"][0]["page"] == "loto_energy_control#p2"
     assert body["decision"] in ("answer", "refuse", "review")
     assert all(isinstance(x, str) and x for x in body["reasons"])
-    direct = api.search(LOCKBOX, fresh_store, method="bm25", k=5, version="raw")
+    direct = api.search(LOCKBOX, fresh_store, k=5, version="raw")
     assert _strip_timing(body) == _strip_timing(json.loads(json.dumps(direct)))
 
 
 def test_search_defaults_and_other_methods(client: TestClient) -> None:
     body = client.post("/search", json={"question": "atmospheric testing oxygen"}).json()
-    assert body["method"] == "bm25" and body["k"] == 10 and body["text_version"] == "raw"
+    assert body["method"] == "route:rrf:bm25+dense" and body["k"] == 10 and body["text_version"] == "raw"
     assert body["results"][0]["page"] == "confined_space_entry#p3"
     fused = client.post(
         "/search",

@@ -24,7 +24,8 @@ __all__ = ["METHOD_GRAMMAR", "StoreOpt", "Text", "err", "escape", "fail", "out",
 
 # a pipe or a file gets a wide table rather than rich's 80-column default
 out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True)
+# messages are never folded: a path or an error line stays whole in a pipe or a log
+err = Console(stderr=True, soft_wrap=True)
 
 StoreOpt = Annotated[Path, typer.Option("--store", help="Store directory.")]
 

@@ -73,7 +73,10 @@ def _highlight(passage: str, spans: list[tuple[int, int]], limit: int = 400) -> 
 def search(
     question: Annotated[str, typer.Argument(help="The question.")],
     store: StoreOpt = Path(".store"),
-    method: Annotated[str, typer.Option(help=f"{METHOD_GRAMMAR}.")] = "bm25",
+    method: Annotated[
+        str | None,
+        typer.Option(help=f"{METHOD_GRAMMAR}. Default: route:rrf:bm25+dense (route:bm25 without MiniLM)."),
+    ] = None,
     k: Annotated[int, typer.Option("-k", "--k", help="Pages to return (1-100).")] = 10,
     version: Annotated[str, typer.Option(help="raw, cleaned or enriched.")] = "raw",
     filter_: Annotated[

@@ -204,6 +204,13 @@ def available_methods() -> list[str]:
     return bases + [n for st in stages for n in st.examples(bases)]
 
 
+def default_method() -> str:
+    """The method of ``search``, the API and the web page when none is named, chosen by
+    measurement on the dev splits (README, "Retrieval methods"): jurisdiction routing over
+    BM25 + MiniLM RRF where MiniLM is installed, else routing over BM25."""
+    return "route:rrf:bm25+dense" if "dense" in spec("dense").examples() else "route:bm25"  # type: ignore[union-attr]
+
+
 def method_grammar() -> str:
     """The method grammar in one line, for --help texts and error messages."""
     return ", ".join(g for _, g in _BUILTIN.values())

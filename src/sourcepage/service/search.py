@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from sourcepage import api
 from sourcepage.records import TEXT_VERSIONS, Document
 from sourcepage.retrieval.filters import check_filters
-from sourcepage.retrieval.methods import available_methods, parse_method
+from sourcepage.retrieval.methods import METHOD_GRAMMAR, available_methods, default_method, parse_method
 from sourcepage.service.deps import DB, FACETS, TEMPLATES, StorePath, Version, segments
 from sourcepage.store.db import Store
 
@@ -31,7 +31,7 @@ router = APIRouter()
 
 class SearchBody(BaseModel):
     question: str = Field(min_length=1, max_length=500, description="The question (1-500 characters).")
-    method: str = Field("bm25", max_length=100, description="bm25, lsa, dense[:model], rrf:a+b[+c].")
+    method: str = Field(default_factory=default_method, max_length=100, description=METHOD_GRAMMAR)
     k: int = Field(10, ge=1, le=50, description="Pages to return (1-50).")
     text_version: Version = "raw"
     filters: dict[str, str | int | list[str]] = Field(
@@ -83,7 +83,7 @@ def ui_params(request: Request) -> dict[str, Any]:
     k = qp.get("k", "10")
     return {
         "q": qp.get("q", "")[:500],
-        "method": qp.get("method", "bm25"),
+        "method": qp.get("method", default_method()),
         "version": qp.get("version", "raw") if qp.get("version", "raw") in TEXT_VERSIONS else "raw",
         "k": int(k) if k.isdigit() and 1 <= int(k) <= 50 else 10,
         "filters": {f: qp.get(f) for f in FACETS if qp.get(f)},
