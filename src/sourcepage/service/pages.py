@@ -20,6 +20,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from sourcepage import api
+from sourcepage.limits import LimitExceeded
 from sourcepage.records import Document, parse_page_id
 from sourcepage.retrieval.tokenize import content_terms
 from sourcepage.service.deps import (
@@ -143,9 +144,12 @@ def page_image(
         png, info = render_page(path, n, scale=scale, passage=passage, terms=content_terms(q) if q else ())
     except IndexError as e:
         raise HTTPException(404, str(e)) from None
+    except LimitExceeded as e:
+        raise HTTPException(503, f"page {page_id} could not be rendered: {e}") from None
     headers = {
         "Cache-Control": "private, max-age=300",
         "X-Highlight-Boxes": f"{info['passage_boxes']},{info['term_boxes']}",
+        "X-Render-Scale": str(info.get("scale", scale)),
     }
     return Response(png, media_type="image/png", headers=headers)
 
