@@ -30,6 +30,7 @@ from starlette.concurrency import run_in_threadpool
 from sourcepage import api
 from sourcepage.judge import judgments as jm
 from sourcepage.records import Question
+from sourcepage.retrieval.index import IndexMissing
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.tokenize import content_terms
 from sourcepage.service.deps import DB, TEMPLATES, Questions, StorePath, resolve_page
@@ -68,7 +69,7 @@ class JudgingState:
     """Per app: the pools computed so far (by methods and depth) and the question index."""
 
     by_id: dict[str, Question] = field(default_factory=dict)
-    pools: dict[tuple[tuple[str, ...], int], dict[str, list[str]]] = field(default_factory=dict)
+    pools: dict[tuple[tuple[str, ...], int, Any], dict[str, list[str]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
@@ -114,10 +115,14 @@ def get_pool(
             parse_method(m)
     except ValueError as e:
         raise HTTPException(422, str(e)) from None
-    key = (names, depth)
+    svc = api.service(store, "raw", build=False)
+    key = (names, depth, svc.stamp)  # a re-ingest makes a new pool
     with state.lock:
         if key not in state.pools:
-            state.pools[key] = jm.pool(api.searcher(store, "raw"), qs, list(names), depth)
+            try:
+                state.pools[key] = jm.pool(svc.searcher, qs, list(names), depth)
+            except IndexMissing as e:
+                raise HTTPException(409, str(e)) from None
         return state.pools[key]
 
 

@@ -1,9 +1,11 @@
 """Search: ``POST /search`` (spec §5, exactly :func:`sourcepage.api.search`'s dict) and
 the HTML search page ``/``.
 
-Searches run concurrently: the Searcher serialises its own index loading and building,
-and the store connection it reads is safe to share (``Store.read_only``). A search
-appends to ``answers.jsonl`` only when a JSON caller asks with ``"log": true``.
+Searches run concurrently: the Searcher serialises its own index loading, and the store
+connection it reads is safe to share (``Store.read_only``). A request never builds an
+index: a missing or stale one (after a re-ingest) answers 409 with the ``sourcepage
+index`` command to run. A search appends to ``answers.jsonl`` only when a JSON caller
+asks with ``"log": true``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pydantic import BaseModel, Field
 from sourcepage import api
 from sourcepage.records import TEXT_VERSIONS, Document
 from sourcepage.retrieval.filters import check_filters
+from sourcepage.retrieval.index import IndexMissing
 from sourcepage.retrieval.methods import available_methods, parse_method
 from sourcepage.service.deps import DB, FACETS, TEMPLATES, StorePath, Version, segments
 from sourcepage.store.db import Store
@@ -60,8 +63,10 @@ def run_search(
         raise HTTPException(422, str(e)) from None
     try:
         return api.search(
-            question, store, method=method, k=k, version=version, filters=filters, log=log_answer
+            question, store, method=method, k=k, version=version, filters=filters, log=log_answer, build=False
         )
+    except IndexMissing as e:
+        raise HTTPException(409, str(e)) from None
     except RuntimeError as e:  # a method whose model or index is not available here
         log.warning("search failed: %s", e)
         raise HTTPException(503, str(e)) from None
