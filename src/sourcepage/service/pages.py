@@ -23,6 +23,7 @@ from sourcepage import api
 from sourcepage.limits import LimitExceeded
 from sourcepage.records import Document, parse_page_id
 from sourcepage.retrieval.tokenize import content_terms
+from sourcepage.service.auth import form_writer
 from sourcepage.service.deps import (
     DB,
     TEMPLATES,
@@ -220,6 +221,7 @@ def view(request: Request, page_id: str, db: DB, store: StorePath, corpus: Corpu
 @router.post("/view/{page_id}/review", include_in_schema=False)
 async def view_review(request: Request, page_id: str, db: DB, store: StorePath, corpus: Corpus) -> Response:
     form = await request.form()
+    form_writer(request, form, str(form.get("reviewer", "")))  # 401 / 403 before anything else
     decision = str(form.get("decision", ""))
     pages = [str(x) for x in form.getlist("pages")] if decision == "answer" else []
     data = {

@@ -24,6 +24,7 @@ from sourcepage.records import TEXT_VERSIONS, Document
 from sourcepage.retrieval.filters import check_filters
 from sourcepage.retrieval.index import IndexMissing
 from sourcepage.retrieval.methods import available_methods, parse_method
+from sourcepage.service.auth import writer
 from sourcepage.service.deps import DB, FACETS, TEMPLATES, StorePath, Version, segments
 from sourcepage.store.db import Store
 
@@ -40,7 +41,9 @@ class SearchBody(BaseModel):
     filters: dict[str, str | int | list[str]] = Field(
         default_factory=dict, description="Manifest column -> value(s); year_from / year_to bound the year."
     )
-    log: bool = Field(False, description="Append the answer to the store's answers.jsonl.")
+    log: bool = Field(
+        False, description="Append the answer to the store's answers.jsonl (a write: needs a reviewer token)."
+    )
 
 
 def run_search(
@@ -73,7 +76,9 @@ def run_search(
 
 
 @router.post("/search", tags=["search"], summary="Rank the source pages for a question (spec §5)")
-def search(body: SearchBody, db: DB, store: StorePath) -> dict[str, Any]:
+def search(request: Request, body: SearchBody, db: DB, store: StorePath) -> dict[str, Any]:
+    if body.log:  # appending to answers.jsonl is a write
+        writer(request)
     return run_search(
         db, store, body.question, body.method, body.k, body.text_version, body.filters, body.log
     )
