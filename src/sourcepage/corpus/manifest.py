@@ -72,8 +72,8 @@ def _rows(reader: csv.DictReader, name: str, problems: list[Problem]) -> Iterato
             yield next(reader)
         except StopIteration:
             return
-        except csv.Error as e:
-            problems.append(Problem(name, reader.line_num, "", _csv_problem(e)))
+        except csv.Error as e:  # the DictReader's own line_num is not yet advanced
+            problems.append(Problem(name, reader.reader.line_num, "", _csv_problem(e)))
             return
 
 
@@ -118,7 +118,7 @@ def read_manifest(
     try:
         header = reader.fieldnames or []
     except csv.Error as e:
-        raise ManifestError([Problem(name, reader.line_num, "", _csv_problem(e))]) from None
+        raise ManifestError([Problem(name, reader.reader.line_num, "", _csv_problem(e))]) from None
     missing = [c for c in MANIFEST_COLUMNS if c not in header]
     if missing:
         raise ManifestError([Problem(name, 1, c, "required column missing from header") for c in missing])
