@@ -116,16 +116,21 @@ def env() -> dict[str, str]:
     return e
 
 
-def cli(*args: str, **kw) -> subprocess.Popen:
-    """Start ``sourcepage ARGS`` as a child process."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "sourcepage.cli", *args],
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **kw,
-    )
+def cli(*args: str, log: Path | None = None) -> subprocess.Popen:
+    """Start ``sourcepage ARGS`` as a child process; its output goes to pipes, or to the
+    file ``log`` (for a server, whose output nobody reads while it runs)."""
+    out = open(log, "w") if log is not None else subprocess.PIPE  # noqa: SIM115 - the child holds it
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "sourcepage.cli", *args],
+            env=env(),
+            stdout=out,
+            stderr=subprocess.STDOUT if log is not None else subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        if log is not None:
+            out.close()
 
 
 def integrity(db: Path) -> str:
