@@ -10,9 +10,9 @@ Query words are found with ``textpage.search`` (whole words) inside the passage,
 anywhere on the page when no passage is given.
 
 A PDF page is untrusted input: :func:`render_page` renders in a worker process under
-:data:`~sourcepage.limits.RENDER_LIMITS` (memory, time; one worker per process, shared
-behind a lock, replaced when a page breaks a limit), and lowers the scale of a page
-that would have more than ``pixels`` pixels. PDFium is not thread-safe: every
+:data:`~sourcepage.limits.RENDER_LIMITS` (memory, time; ``RENDER_WORKERS`` workers per
+process, each rendering one page at a time, replaced when a page breaks a limit), and
+lowers the scale of a page that would have more than ``pixels`` pixels. PDFium is not thread-safe: every
 in-process call goes through one lock.
 """
 
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import io
 import math
+import os
+import queue
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,8 +34,10 @@ from PIL import Image, ImageDraw
 from sourcepage.executor import LimitedPool
 from sourcepage.limits import RENDER_LIMITS, Limits
 
+#: page images rendered at once (one worker process each)
+RENDER_WORKERS = min(2, os.cpu_count() or 1)
 _pdfium_lock = threading.Lock()
-_pools: dict[Limits, LimitedPool] = {}
+_pools: dict[Limits, queue.LifoQueue[LimitedPool]] = {}
 _pools_lock = threading.Lock()
 
 PASSAGE_FILL = (255, 214, 10, 80)  # translucent yellow
@@ -109,10 +113,16 @@ def render_page(
     """
     job = (str(pdf_path), page_number, scale, passage, tuple(sorted(set(terms))), limits.pixels)
     with _pools_lock:
-        pool = _pools.get(limits)
-        if pool is None:
-            pool = _pools[limits] = LimitedPool(1, limits, ("sourcepage.service.render",))
+        free = _pools.get(limits)
+        if free is None:
+            free = _pools[limits] = queue.LifoQueue()
+            for _ in range(RENDER_WORKERS):
+                free.put(LimitedPool(1, limits, ("sourcepage.service.render",)))
+    pool = free.get()  # waits while every worker renders
+    try:
         return pool.map(render_job, [job])[0]
+    finally:
+        free.put(pool)
 
 
 def render_job(job: tuple[str, int, float, str, tuple[str, ...], int]) -> tuple[bytes, dict[str, Any]]:
