@@ -40,6 +40,16 @@ OTHER = "loto_energy_control#p3"
 
 
 @pytest.fixture
+def site(fresh_store: Path, tmp_path: Path):
+    """A client of a store with bm25 built and a question set, no reviewer accounts."""
+    build_indexes(fresh_store, "raw", ["bm25"])
+    qfile = tmp_path / "questions.jsonl"
+    qfile.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
+    with TestClient(create_app(fresh_store, questions=qfile), base_url=BASE) as c:
+        yield c
+
+
+@pytest.fixture
 def served(fresh_store: Path, tmp_path: Path):
     """(client, store, {reviewer: token}) for a store with bm25 built, a question set,
     two reviewers who agree on Q1/p3 and disagree on Q1/p2, and one adjudication keeping
@@ -194,15 +204,15 @@ def test_tokens_are_stored_hashed(served) -> None:
 @pytest.mark.parametrize(
     "host", ["evil.example", "evil.example:8000", "127.0.0.1.evil.example", "localhost.evil", ""]
 )
-def test_unknown_host_refused(served, host: str) -> None:
-    c, _, _ = served
+def test_unknown_host_refused(site, host: str) -> None:
+    c = site
     r = c.get("/documents", headers={"host": host})
     assert r.status_code == 400 and "is not served here" in r.json()["error"]
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1:8000", "localhost:8000", "[::1]:8000", "LOCALHOST"])
-def test_loopback_hosts_served_and_reads_open(served, host: str) -> None:
-    c, _, _ = served
+def test_loopback_hosts_served_and_reads_open(site, host: str) -> None:
+    c = site
     assert c.get("/documents", headers={"host": host}).status_code == 200
 
 
@@ -268,8 +278,8 @@ TRAVERSAL = [
 
 
 @pytest.mark.parametrize("path", TRAVERSAL)
-def test_path_traversal_reads_nothing_outside(served, path: str) -> None:
-    c, _, _ = served
+def test_path_traversal_reads_nothing_outside(site, path: str) -> None:
+    c = site
     r = c.get(path)
     assert r.status_code in (200, 404, 405, 422), (path, r.status_code)
     assert "root:" not in r.text and "SQLite format" not in r.text
@@ -326,8 +336,8 @@ def test_script_in_a_title_is_escaped(hostile_store: Path) -> None:
         "/judge?reviewer=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
     ],
 )
-def test_script_in_a_request_is_escaped(served, url: str) -> None:
-    c, _, _ = served
+def test_script_in_a_request_is_escaped(site, url: str) -> None:
+    c = site
     html = c.get(url, headers={"accept": "text/html"}).text
     assert "<script>alert(1)</script>" not in html
 
