@@ -26,7 +26,7 @@ import pdf_factory as pf
 import pytest
 import reliability_kit as K
 
-from sourcepage.retrieval.index import current_build, load_index
+from sourcepage.retrieval.index import build_indexes, current_build, load_index
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.store.db import Store
 from sourcepage.store.reviewers import add_reviewer
@@ -140,7 +140,7 @@ def test_kill_during_ingest(crash_corpus, tmp_path: Path, workers: str) -> None:
 @pytest.fixture(scope="module")
 def index_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("crash_index")
-    corpus = _corpus(root / "corpus", 20, 20)
+    corpus = _corpus(root / "corpus", 16, 16)
     store = root / "store"
     p = K.cli("ingest", "--corpus", str(corpus), "--store", str(store))
     assert p.wait(300) == 0, p.stderr.read()
@@ -164,10 +164,8 @@ def _build_files(store: Path, method: str) -> dict[str, bytes]:
 
 def test_kill_during_index_build(index_store: Path, tmp_path: Path) -> None:
     clean, crashed = (Path(shutil.copytree(index_store, tmp_path / n)) for n in ("clean", "crashed"))
-    p = K.cli("index", "--store", str(clean), "--version", "raw", "--method", "lsa")
-    assert p.wait(600) == 0, p.stderr.read()
-    p = K.cli("index", "--store", str(crashed), "--version", "raw", "--method", "bm25")
-    assert p.wait(300) == 0, p.stderr.read()
+    build_indexes(clean, "raw", ["lsa"])
+    build_indexes(crashed, "raw", ["bm25"])
     folder = crashed / "indexes" / "raw" / "lsa"
     p = K.cli("index", "--store", str(crashed), "--version", "raw", "--method", "lsa")
     try:
@@ -184,8 +182,7 @@ def test_kill_during_index_build(index_store: Path, tmp_path: Path) -> None:
         assert load_index(st, "raw", parse_method("bm25")) is not None  # the finished build still serves
     finally:
         st.close()
-    p = K.cli("index", "--store", str(crashed), "--version", "raw", "--method", "lsa")
-    assert p.wait(600) == 0, p.stderr.read()
+    build_indexes(crashed, "raw", ["lsa"])  # the re-run
     assert not any(s.exists() for s in stale)  # the killed build's folder is gone
     assert _build_files(crashed, "lsa") == _build_files(clean, "lsa")
 
@@ -260,7 +257,7 @@ LABELS = [
 
 def _label(store: Path, questions: Path, crash: bool) -> bytes:
     """Post LABELS through a served store (``crash``: kill -9 the server after 20 are
-    acknowledged, check, restart it, post what is missing); returns the export."""
+    acknowledged, check, restart it, post what is missing); returns its export."""
     token = add_reviewer(store, "ada")
     port = _free_port()
     server = _serve(store, questions, port)
@@ -303,9 +300,17 @@ def _label(store: Path, questions: Path, crash: bool) -> bytes:
 
 
 def test_kill_during_label_writes(index_store: Path, tmp_path: Path) -> None:
+    from sourcepage.evaluation.questions import read_questions
+    from sourcepage.judge import judgments as jm
+
     questions = tmp_path / "questions.jsonl"
     questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
-    clean, crashed = (Path(shutil.copytree(index_store, tmp_path / n)) for n in ("clean", "crashed"))
-    expected = _label(clean, questions, crash=False)
+    conn = jm.connect(tmp_path / "clean-judgments.sqlite")  # the same labels, never interrupted
+    for body in LABELS:
+        jm.record(conn, body["question_id"], body["page"], body["grade"], body["reviewer"])
+    jm.export(conn, read_questions(questions), tmp_path / "expected.jsonl")
+    conn.close()
+    expected = (tmp_path / "expected.jsonl").read_bytes()
     assert b"doc000#p" in expected
+    crashed = Path(shutil.copytree(index_store, tmp_path / "crashed"))
     assert _label(crashed, questions, crash=True) == expected

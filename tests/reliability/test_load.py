@@ -1,6 +1,6 @@
 """A bounded load test: 50 clients against `sourcepage serve` on 127.0.0.1.
 
-The suite runs it for 8 seconds (``SOURCEPAGE_LOAD_SECONDS`` changes that; the figures in
+The suite runs it for 6 seconds (``SOURCEPAGE_LOAD_SECONDS`` changes that; the figures in
 the notes come from ``sourcepage bench --load --clients 50 --seconds 30``). It asserts
 what must hold under load: no errors, every kind of request answered, the answer log
 untouched (no request asked to log).
@@ -20,7 +20,7 @@ from sourcepage.cli import app as cli
 
 pytestmark = pytest.mark.slow
 
-SECONDS = os.environ.get("SOURCEPAGE_LOAD_SECONDS", "8")
+SECONDS = os.environ.get("SOURCEPAGE_LOAD_SECONDS", "6")
 
 
 def test_fifty_clients_on_loopback(safety_store: Path, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import pdf_factory as pf
@@ -40,31 +41,29 @@ OTHER = "loto_energy_control#p3"
 
 
 @pytest.fixture
-def site(fresh_store: Path, tmp_path: Path):
+def site(indexed_store: Path, tmp_path: Path):
     """A client of a store with bm25 built and a question set, no reviewer accounts."""
-    build_indexes(fresh_store, "raw", ["bm25"])
     qfile = tmp_path / "questions.jsonl"
     qfile.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
-    with TestClient(create_app(fresh_store, questions=qfile), base_url=BASE) as c:
+    with TestClient(create_app(indexed_store, questions=qfile), base_url=BASE) as c:
         yield c
 
 
 @pytest.fixture
-def served(fresh_store: Path, tmp_path: Path):
+def served(indexed_store: Path, tmp_path: Path):
     """(client, store, {reviewer: token}) for a store with bm25 built, a question set,
     two reviewers who agree on Q1/p3 and disagree on Q1/p2, and one adjudication keeping
     p2 in the evidence."""
-    build_indexes(fresh_store, "raw", ["bm25"])
     qfile = tmp_path / "questions.jsonl"
     qfile.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
-    tokens = {name: add_reviewer(fresh_store, name) for name in ("ada", "bo")}
-    with TestClient(create_app(fresh_store, questions=qfile), base_url=BASE) as c:
+    tokens = {name: add_reviewer(indexed_store, name) for name in ("ada", "bo")}
+    with TestClient(create_app(indexed_store, questions=qfile), base_url=BASE) as c:
         for name, page, grade in (("ada", PAGE, 2), ("bo", PAGE, 0), ("ada", OTHER, 1), ("bo", OTHER, 1)):
             body = {"question_id": "Q1", "page": page, "grade": grade, "reviewer": name}
             assert c.post("/judgments", json=body, headers=_bearer(tokens[name])).status_code == 201
         adj = {"question_id": "Q1", "page": PAGE, "grade": 2, "adjudicator": "ada"}
         assert c.post("/judgments/adjudicate", json=adj, headers=_bearer(tokens["ada"])).status_code == 201
-        yield c, fresh_store, tokens
+        yield c, indexed_store, tokens
 
 
 def _bearer(token: str) -> dict[str, str]:
@@ -219,11 +218,11 @@ def test_loopback_hosts_served_and_reads_open(site, host: str) -> None:
 # --------------------------------------------------------------------------- public bind
 
 
-def test_public_app_needs_accounts_and_a_reviewer_for_everything(fresh_store: Path) -> None:
+def test_public_app_needs_accounts_and_a_reviewer_for_everything(plain_store: Path) -> None:
     with pytest.raises(ValueError, match="sourcepage reviewer add"):
-        create_app(fresh_store, public=True, allowed_hosts=["sp.example"])
-    token = add_reviewer(fresh_store, "ada")
-    app = create_app(fresh_store, public=True, allowed_hosts=["sp.example"])
+        create_app(plain_store, public=True, allowed_hosts=["sp.example"])
+    token = add_reviewer(plain_store, "ada")
+    app = create_app(plain_store, public=True, allowed_hosts=["sp.example"])
     with TestClient(app, base_url="http://sp.example") as c:
         assert c.get("/documents").status_code == 401
         assert c.get("/health").status_code == 200 and c.get("/login").status_code == 200
@@ -234,13 +233,13 @@ def test_public_app_needs_accounts_and_a_reviewer_for_everything(fresh_store: Pa
         assert c.get("/documents", headers={"host": "evil.example", **_bearer(token)}).status_code == 400
 
 
-def test_serve_binds_loopback_and_public_needs_accounts(fresh_store: Path, monkeypatch) -> None:
+def test_serve_binds_loopback_and_public_needs_accounts(plain_store: Path, monkeypatch) -> None:
     import uvicorn
 
     calls: list[dict] = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
     run = CliRunner().invoke
-    res = run(cli, ["serve", "--store", str(fresh_store)])
+    res = run(cli, ["serve", "--store", str(plain_store)])
     assert res.exit_code == 0 and calls[-1]["host"] == "127.0.0.1" and "this machine only" in res.stdout
     for args, words in (
         (["--host", "0.0.0.0"], "add --public"),
@@ -248,10 +247,10 @@ def test_serve_binds_loopback_and_public_needs_accounts(fresh_store: Path, monke
         (["--public"], "needs --allowed-host"),
         (["--public", "--allowed-host", "sp.example"], "needs reviewer accounts"),
     ):
-        res = run(cli, ["serve", "--store", str(fresh_store), *args])
+        res = run(cli, ["serve", "--store", str(plain_store), *args])
         assert res.exit_code == 2 and words in res.stderr, (args, res.stderr)
-    add_reviewer(fresh_store, "ada")
-    res = run(cli, ["serve", "--store", str(fresh_store), "--public", "--allowed-host", "sp.example"])
+    add_reviewer(plain_store, "ada")
+    res = run(cli, ["serve", "--store", str(plain_store), "--public", "--allowed-host", "sp.example"])
     assert res.exit_code == 0 and calls[-1]["host"] == "0.0.0.0" and "reviewer token" in res.stdout
 
 
@@ -290,9 +289,11 @@ def test_path_traversal_reads_nothing_outside(site, path: str) -> None:
 # --------------------------------------------------------------------------- XSS and links
 
 
-@pytest.fixture
-def hostile_store(fresh_corpus: Path, tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def hostile_store(safety_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store whose manifest carries script in a title and javascript:/data: source URLs."""
+    tmp_path = tmp_path_factory.mktemp("hostile")
+    fresh_corpus = Path(shutil.copytree(safety_corpus, tmp_path / "corpus"))
     path = fresh_corpus / "manifest.csv"
     with path.open(encoding="utf-8", newline="") as f:
         rows = list(csv.DictReader(f))

@@ -62,14 +62,17 @@ def eval_(
 
     def downloading(manifest: Path) -> None:
         err.print(
-            f"no local corpus: downloading the documents of {manifest} (checksums verified)", markup=False
+            f"no local corpus: downloading the documents of {manifest} (checksums verified)",
+            markup=False,
+            soft_wrap=True,  # a path is never cut in two
         )
 
     try:
         corpus = locate_corpus(questions, corpus, on_download=downloading)
     except CorpusUnavailable as e:
         for doc_id, why in sorted(e.report.problems.items() if e.report else ()):
-            err.print(f"[yellow]not fetched[/] {escape(doc_id)}: {escape(why)}", highlight=False)
+            line = f"[yellow]not fetched[/] {escape(doc_id)}: {escape(why)}"
+            err.print(line, highlight=False, soft_wrap=True)
         fail(str(e))
     try:
         design = Design.from_yaml(config) if config else Design()
