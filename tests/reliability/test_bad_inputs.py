@@ -365,7 +365,10 @@ def test_bad_question_file_for_calibrate(indexed_store: Path, tmp_path: Path, ca
         (["serve", "--public", "--allowed-host", "sp.example"], "needs reviewer accounts"),
     ],
 )
-def test_bad_command_arguments(indexed_store: Path, args: list[str], want: str) -> None:
+def test_bad_command_arguments(indexed_store: Path, args: list[str], want: str, monkeypatch) -> None:
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: None)  # a server that would start returns at once
     res = CliRunner().invoke(cli, [*args, "--store", str(indexed_store)])
     line = _one_line_error(res)
     assert want in line, line
