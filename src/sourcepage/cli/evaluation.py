@@ -227,12 +227,14 @@ def _bench_load(store: Path, clients: int, seconds: float, json_out: Path | None
         r = run_load(store, clients, seconds)
     except (StoreError, ValueError, RuntimeError, OSError) as e:
         fail(str(e))
-    t = Table(
-        title=f"Load — {r['clients']} clients, {r['wall_seconds']:.1f} s, loopback: "
-        f"{r['requests']} requests, {r['requests_per_s']:.1f}/s, p50 {r['p50_ms']:.1f} ms, "
-        f"p95 {r['p95_ms']:.1f} ms, max {r['max_ms']:.0f} ms, {r['errors']} errors",
-        title_justify="left",
+    out.print(
+        f"Load: {r['clients']} clients for {r['wall_seconds']:.1f} s on 127.0.0.1: {r['requests']} requests, "
+        f"{r['requests_per_s']:.1f}/s, p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, "
+        f"max {r['max_ms']:.0f} ms, {r['errors']} errors",
+        markup=False,
+        soft_wrap=True,
     )
+    t = Table(title="By request kind", title_justify="left")
     for col in ("request", "count", "errors", "p50 ms", "p95 ms"):
         t.add_column(col, justify="left" if col == "request" else "right")
     for kind, k in r["by_kind"].items():

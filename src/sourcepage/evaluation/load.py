@@ -6,10 +6,11 @@ requests for ``seconds``, stops the server and reports requests/s, latency perce
 and errors. Traffic goes to the loopback address only, to the server this function
 started; every loop is bounded by the deadline and by ``MAX_REQUESTS_PER_CLIENT``.
 
-The mix is what a reviewer's browser and an API client send: ``POST /search`` (bm25 on
-the raw text, the safety questions below in turn; 70%), ``GET /pages/{id}`` (20%),
-``GET /documents`` (5%) and, when the store knows its corpus, ``GET /pages/{id}/image``
-(5%; page images render one at a time in a worker under limits). A missing BM25 index is
+The mix is what a reviewer's browser and an API client send, in rounds of 20 requests:
+``POST /search`` (bm25 on the raw text, the safety questions below in turn; 9 of 20),
+``GET /pages/{id}`` (8), ``GET /documents`` (1) and, when the store knows its corpus,
+``GET /pages/{id}/image`` (2; else two more ``/documents``). Page images render in
+limited worker processes, two at a time. A missing BM25 index is
 built before the server starts (the server itself never builds one). An error is any
 answer other than 200, or a failed connection.
 """
