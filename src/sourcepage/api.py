@@ -35,12 +35,13 @@ class SearchService:
     A service is valid for one content state of the store: ``service()`` compares the
     store's ``content_stamp`` (changed by every ingest) and the policy file's stamp on each
     call and builds a new service when either changed, so a running server sees a re-ingest
-    or a new calibration."""
+    or a new calibration. With ``build=False`` (the web service) a missing or stale index
+    raises IndexMissing instead of being built."""
 
-    def __init__(self, store: str | Path, version: str = "raw"):
+    def __init__(self, store: str | Path, version: str = "raw", build: bool = True):
         self.path = Path(store)
         self.version = version
-        self.searcher = Searcher(Store(store), version)
+        self.searcher = Searcher(Store(store), version, auto_build=build)
         self.stamp = self.searcher.store.content_stamp()
         self.policy_stamp = policy_stamp(self.path, version)
         self.policy = self._load_policy()
@@ -209,14 +210,15 @@ def _kinds(m: Method) -> set[str]:
     return {m.kind}.union(*(_kinds(p) for p in m.parts))
 
 
-_services: dict[tuple[str, str], SearchService] = {}
+_services: dict[tuple[str, str, bool], SearchService] = {}
 _services_lock = threading.Lock()
 
 
-def service(store: str | Path, version: str = "raw") -> SearchService:
+def service(store: str | Path, version: str = "raw", build: bool = True) -> SearchService:
     """The cached SearchService of (store, version), rebuilt when the store's content or
-    its policy changed since it was made."""
-    key = (str(Path(store).resolve()), version)
+    its policy changed since it was made. ``build=False``: never build an index (raise
+    IndexMissing, whose message names the ``sourcepage index`` command)."""
+    key = (str(Path(store).resolve()), version, build)
     with _services_lock:
         svc = _services.get(key)
         if svc is not None:
@@ -225,13 +227,13 @@ def service(store: str | Path, version: str = "raw") -> SearchService:
             ):
                 return svc
             svc.searcher.store.close()
-        svc = _services[key] = SearchService(store, version)
+        svc = _services[key] = SearchService(store, version, build)
         return svc
 
 
-def searcher(store: str | Path, version: str = "raw") -> Searcher:
+def searcher(store: str | Path, version: str = "raw", build: bool = True) -> Searcher:
     """The current Searcher of (store, version), so indexes load once per content state."""
-    return service(store, version).searcher
+    return service(store, version, build).searcher
 
 
 def highlight_spans(passage: str, terms: set[str]) -> list[tuple[int, int]]:
@@ -252,12 +254,14 @@ def search(
     filters: Filters | None = None,
     answer: bool = True,
     log: bool = False,
+    build: bool = True,
 ) -> dict[str, Any]:
     """Ranked source pages with provenance (``method`` None: ``default_method()``, measured
     on the dev splits), a support decision (spec §5) and, unless
     the decision is refuse, quoted supporting sentences with citations (appended to
-    ``<store>/answers.jsonl``, apart from retrieval, when ``log`` is set)."""
-    return service(store, version).search(question, method, k, filters, answer, log)
+    ``<store>/answers.jsonl``, apart from retrieval, when ``log`` is set). ``build``:
+    build a missing or stale index first (else IndexMissing)."""
+    return service(store, version, build).search(question, method, k, filters, answer, log)
 
 
 def documents(store: str | Path) -> list[dict[str, Any]]:

@@ -12,20 +12,41 @@ pool needs ``fn`` to be a module-level function and ``items`` and the results to
 picklable; it is started on the first ``map`` that has work, and reused until
 ``close``. An exception in a job is raised by ``map`` (catch inside ``fn`` to keep the
 other results).
+
+:class:`LimitedPool` runs jobs on untrusted input (a PDF to extract, a page to render)
+in worker processes under :class:`~sourcepage.limits.Limits`: an address-space limit
+(``RLIMIT_AS``) and a wall-time limit per job. A job that breaks one ends its worker
+(the next job gets a new one) and gives :class:`~sourcepage.limits.LimitExceeded`;
+``settle`` returns every job's result or exception, so one bad document does not sink
+the others. Its workers are forked from a forkserver (a clean, single-threaded process,
+started once per process), so a new worker costs tens of milliseconds.
+
+Every worker of either pool dies with the process that started it
+(:func:`die_with_parent`): a killed ``ingest --workers 2`` leaves no process behind.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing as mp
 import os
-from collections.abc import Callable, Iterable
+import signal
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.connection import Connection, wait
 from typing import Any, Protocol, TypeVar
+
+from sourcepage.limits import LimitExceeded, Limits
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-__all__ = ["Executor", "InProcess", "ProcessPool", "make_executor"]
+__all__ = ["Executor", "InProcess", "LimitedPool", "ProcessPool", "die_with_parent", "make_executor"]
 
 
 class Executor(Protocol):
@@ -72,7 +93,9 @@ class ProcessPool:
         if not items:
             return []
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=mp.get_context("spawn"), initializer=die_with_parent
+            )
         return list(self._pool.map(fn, items))
 
     def close(self) -> None:
@@ -103,3 +126,212 @@ def make_executor(spec: str | int | None = None) -> InProcess | ProcessPool:
         if count.isdigit() and int(count) >= 1:
             return ProcessPool(int(count))
     raise ValueError(f"unknown executor {spec!r}; use inline, process or process:N")
+
+
+# --------------------------------------------------------------------------- workers
+
+
+def die_with_parent(deathsig: bool = False) -> None:
+    """Make this worker process exit when its parent process dies.
+
+    A daemon thread checks every 0.2 s whether the process was re-parented (its parent
+    died) and then exits at once; with ``deathsig`` the kernel also sends SIGKILL on the
+    parent's death (``PR_SET_PDEATHSIG``, Linux; only for a parent that is
+    single-threaded, as the forkserver is, because the signal follows the parent
+    *thread*)."""
+    parent = os.getppid()
+    if deathsig:
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(0.2)
+
+    if os.getppid() != parent:
+        os._exit(1)
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
+
+
+def _address_space() -> int:
+    """This process's virtual memory size in bytes (0 where /proc is not there)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _limited_worker(conn: Connection, memory_bytes: int) -> None:
+    """A LimitedPool worker: jobs ``(fn, item)`` in, ``(kind, value)`` out, under RLIMIT_AS
+    set to what the worker holds at start plus ``memory_bytes``."""
+    import resource
+
+    die_with_parent(deathsig=True)
+    limit = _address_space() + memory_bytes
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        fn, item = job
+        try:
+            out: tuple[str, Any] = ("ok", fn(item))
+        except MemoryError:
+            out = ("memory", None)
+        except BaseException as e:  # noqa: BLE001 - every failure goes back to the caller
+            out = ("error", e)
+        try:
+            conn.send(out)
+        except MemoryError:
+            conn.send(("memory", None))
+        except Exception as e:  # an unpicklable result or exception
+            conn.send(("error", RuntimeError(f"{type(e).__name__}: {e}")))
+        if out[0] == "memory":
+            return
+
+
+_DIED = {signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGTRAP, signal.SIGKILL}
+
+
+class _Worker:
+    def __init__(self, ctx: Any, limits: Limits):
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_limited_worker, args=(child, limits.memory_bytes), daemon=True)
+        self.process.start()
+        child.close()
+
+    def kill(self) -> None:
+        with contextlib.suppress(Exception):
+            self.process.kill()
+        self.process.join(5)
+        self.conn.close()
+
+
+def _kill_all(workers: list[_Worker]) -> None:
+    for w in workers:
+        w.kill()
+    workers.clear()
+
+
+class LimitedPool:
+    """Jobs in ``workers`` forked processes under ``limits`` (memory and time per job).
+
+    Not thread-safe: callers from several threads share one pool behind a lock.
+    ``preload`` names modules the forkserver imports once (when this pool starts it),
+    so that workers start without importing them again; the main module is among them
+    (else every worker would import it again, as spawned processes do)."""
+
+    name = "limited"
+
+    def __init__(self, workers: int = 1, limits: Limits | None = None, preload: Sequence[str] = ()):
+        self.workers = max(1, workers)
+        self.limits = limits or Limits()
+        self._ctx = mp.get_context("forkserver")
+        self._ctx.set_forkserver_preload(["__main__", *preload])
+        self._idle: list[_Worker] = []
+        self._all: list[_Worker] = []
+        self._finalizer = weakref.finalize(self, _kill_all, self._all)
+
+    def _worker(self) -> _Worker:
+        if self._idle:
+            return self._idle.pop()
+        w = _Worker(self._ctx, self.limits)
+        self._all.append(w)
+        return w
+
+    def _retire(self, w: _Worker) -> None:
+        w.kill()
+        if w in self._all:
+            self._all.remove(w)
+
+    def _died(self, w: _Worker) -> LimitExceeded:
+        w.process.join(5)
+        code = w.process.exitcode
+        self._retire(w)
+        if code is not None and code < 0 and -code in _DIED:
+            how = signal.Signals(-code).name
+            mb = self.limits.memory_mb
+            return LimitExceeded("memory", f"stopped at the memory limit of {mb} MiB (worker ended by {how})")
+        return LimitExceeded("crash", f"the worker process ended unexpectedly (exit code {code})")
+
+    def settle(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R | BaseException]:
+        """Each job's result, or the exception it raised, or LimitExceeded; in order."""
+        items = list(items)
+        results: list[Any] = [None] * len(items)
+        todo = deque(enumerate(items))
+        busy: dict[_Worker, tuple[int, float]] = {}
+        while todo or busy:
+            while todo and len(busy) < self.workers:
+                i, item = todo.popleft()
+                w = self._worker()
+                try:
+                    w.conn.send((fn, item))
+                except (OSError, ValueError):  # a worker that died while idle: use a new one
+                    self._retire(w)
+                    todo.appendleft((i, item))
+                    continue
+                busy[w] = (i, time.monotonic() + self.limits.seconds)
+            next_deadline = min(d for _, d in busy.values())
+            waitables: list[Any] = [w.conn for w in busy] + [w.process.sentinel for w in busy]
+            wait(waitables, timeout=max(0.0, next_deadline - time.monotonic()))
+            for w, (i, deadline) in list(busy.items()):
+                done: Any = None
+                if w.conn.poll():
+                    try:
+                        kind, value = w.conn.recv()
+                    except (EOFError, OSError):
+                        done = self._died(w)
+                    else:
+                        if kind == "ok":
+                            done = (value,)
+                            self._idle.append(w)
+                        elif kind == "error":
+                            done = value
+                            self._idle.append(w)
+                        else:
+                            w.process.join(5)
+                            self._retire(w)
+                            done = LimitExceeded(
+                                "memory", f"stopped at the memory limit of {self.limits.memory_mb} MiB"
+                            )
+                elif not w.process.is_alive():
+                    done = self._died(w)
+                elif time.monotonic() >= deadline:
+                    self._retire(w)
+                    done = LimitExceeded("time", f"stopped at the time limit of {self.limits.seconds:g} s")
+                if done is not None:
+                    del busy[w]
+                    results[i] = done[0] if isinstance(done, tuple) else done
+        return results
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """Results in order; the first job's exception (or LimitExceeded) is raised."""
+        results = self.settle(fn, items)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return results  # type: ignore[return-value]
+
+    def close(self) -> None:
+        for w in self._idle:
+            with contextlib.suppress(OSError, ValueError):
+                w.conn.send(None)
+        for w in self._idle:
+            w.process.join(1)
+        self._idle.clear()
+        _kill_all(self._all)
+
+    def __enter__(self) -> LimitedPool:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -6,13 +6,15 @@ pages split at form feeds or ``<<<PAGE>>>`` lines; see corpus.textfiles) through
 document a source yields, the loop decides by its checksum, engine and status whether
 to extract it (new, changed, failed before, ``force``), rebuild its text versions from
 the stored raw text (only the text settings or its metadata changed), or leave it; it
-extracts (through an executor: in process, or a process pool for a large batch of
-files), audits, cleans, chunks and writes, records failures and warnings in the run
+extracts (in worker processes under limits: one, or one per core for a large batch
+of files), audits, cleans, chunks and writes, records failures and warnings in the run
 log, marks removed what the source no longer holds, and fills the report.
 
-A document that fails (corrupt, encrypted, empty, image-only) is reported and skipped;
-the others are ingested. A manifest source writes each document in its own
-transaction, a BEIR source each batch (of ``batch_size`` documents) in one.
+A document that fails (corrupt, encrypted, empty, image-only) or hits a limit
+(:class:`~sourcepage.limits.Limits`: pages, memory, time; files are extracted in worker
+processes under them) is reported with the reason and skipped; the others are
+ingested. A manifest source writes each document in its own transaction, a BEIR source
+each batch (of ``batch_size`` documents) in one.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from sourcepage.corpus.beir import BATCH_SIZE, BEIR_SETTINGS
 from sourcepage.corpus.extract import Extracted, ExtractionError
 from sourcepage.corpus.sources import BeirSource, Candidate, ManifestSource, Removed, Source
 from sourcepage.corpus.textfiles import extract_document
-from sourcepage.executor import Executor, make_executor
+from sourcepage.executor import Executor, LimitedPool
+from sourcepage.limits import EXTRACT_LIMITS, LimitExceeded, Limits
 from sourcepage.records import Document
 from sourcepage.store.db import Store
 from sourcepage.text.versions import TextSettings, build_versions
@@ -163,14 +166,15 @@ def ingest(
     workers: int | None = None,
     force: bool = False,
     progress: Progress | None = None,
+    limits: Limits = EXTRACT_LIMITS,
 ) -> IngestReport:
     """Ingest ``corpus`` (a folder with manifest.csv and pdf/, or several such folders
     that make one collection) into ``store``.
 
     Raises ManifestError (every problem with file, line, column) before touching the
     store when the manifest is invalid. ``workers``: processes extracting files (None:
-    every core for a batch of 64 MB or more, else 1). ``progress(done, total, doc_id)``
-    is called after each extracted document.
+    every core for a batch of 64 MB or more, else 1), each under ``limits``.
+    ``progress(done, total, doc_id)`` is called after each extracted document.
     """
     t0 = time.perf_counter()
     source = ManifestSource.read(
@@ -180,7 +184,7 @@ def ingest(
         allow_checksum_mismatch=allow_checksum_mismatch,
     )
     report = IngestReport(store=str(store), engine=engine)
-    run(source, store, report, force=force, workers=workers, progress=progress, started=t0)
+    run(source, store, report, force=force, workers=workers, progress=progress, started=t0, limits=limits)
     return report
 
 
@@ -217,10 +221,12 @@ def run(
     progress: Progress | None = None,
     executor: Executor | None = None,
     started: float | None = None,
+    limits: Limits = EXTRACT_LIMITS,
 ) -> Report:
     """The ingest loop: every document of ``source`` into ``store``, noted in ``report``.
 
-    ``executor`` extracts the files (default: chosen by ``workers``, see :func:`ingest`);
+    ``executor`` extracts the files without limits (default: a LimitedPool under
+    ``limits``, its size chosen by ``workers``, see :func:`ingest`);
     ``progress(done, total, doc_id)`` follows the extracted documents of each batch.
     """
     t0 = time.perf_counter() if started is None else started
@@ -232,7 +238,7 @@ def run(
             report.wall_seconds = time.perf_counter() - t0
             return report
         run_id = st.start_run(source.command, source.run_args(force))
-        loop = _Loop(st, source, report, run_id, force, workers, progress, executor)
+        loop = _Loop(st, source, report, run_id, force, workers, progress, executor, limits)
         try:
             loop.run()
             report.chunks = st.chunk_counts()
@@ -249,12 +255,16 @@ def run(
         st.close()
 
 
-def _extract_job(job: tuple[str, str]) -> Extracted | Exception:
+#: what the extraction workers import once, in the forkserver
+PRELOAD = ("sourcepage.ingest",)
+
+
+def _extract_job(job: tuple[str, str, int]) -> Extracted | Exception:
     """Extract one file (in a worker process or in this one); an error is returned, not
     raised, so that one bad document does not sink the others."""
-    path, engine = job
+    path, engine, max_pages = job
     try:
-        return extract_document(path, engine)
+        return extract_document(path, engine, max_pages)
     except Exception as e:
         return e
 
@@ -276,10 +286,12 @@ class _Loop:
         workers: int | None,
         progress: Progress | None,
         executor: Executor | None,
+        limits: Limits,
     ):
         self.st, self.source, self.report, self.run_id = st, source, report, run_id
         self.force, self.workers, self.progress = force, workers, progress
-        self.executor, self._own_executor = executor, False
+        self.executor: Executor | LimitedPool | None = executor
+        self._own_executor, self.limits = False, limits
         self.settings = source.settings
 
     def close(self) -> None:
@@ -359,12 +371,13 @@ class _Loop:
         step = 1 if ex.workers == 1 else 4 * ex.workers
         for i in range(0, len(write), step):
             part = write[i : i + step]
-            jobs = [(str(c.path), self.source.engine) for c in part if c.pages is None]
-            results = iter(ex.map(_extract_job, jobs))
+            jobs = [(str(c.path), self.source.engine, self.limits.pages) for c in part if c.pages is None]
+            limited = isinstance(ex, LimitedPool)
+            results = iter(ex.settle(_extract_job, jobs) if limited else ex.map(_extract_job, jobs))
             for c in part:
                 yield c, (c.pages if c.pages is not None else next(results))
 
-    def _executor(self, need: list[Candidate]) -> Executor:
+    def _executor(self, need: list[Candidate]) -> Executor | LimitedPool:
         if self.executor is None:
             workers = self.workers
             if workers is None:
@@ -372,7 +385,7 @@ class _Loop:
                 # 6-PDF, 1.6 MB OSHA corpus ingests in 0.3 s serially and 0.9 s with 2 processes)
                 size = sum(c.path.stat().st_size for c in need if c.path is not None)
                 workers = 1 if size < PARALLEL_MIN_BYTES else (os.cpu_count() or 1)
-            self.executor = make_executor(max(1, min(workers, len(need))))
+            self.executor = LimitedPool(max(1, min(workers, len(need))), self.limits, PRELOAD)
             self._own_executor = True
         return self.executor
 
@@ -389,7 +402,8 @@ class _Loop:
         """Audit, clean, chunk and write one extracted document, or record its failure."""
         doc, st = c.doc, self.st
         if isinstance(result, Exception):
-            msg = str(result) if isinstance(result, ExtractionError) else f"{type(result).__name__}: {result}"
+            known = isinstance(result, (ExtractionError, LimitExceeded))
+            msg = str(result) if known else f"{type(result).__name__}: {result}"
             if c.path is not None:
                 msg = f"{c.path}: {msg}"
             st.record_failure(conn, doc, msg)

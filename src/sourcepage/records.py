@@ -31,6 +31,8 @@ MANIFEST_COLUMNS: tuple[str, ...] = (
 
 TEXT_VERSIONS: tuple[str, ...] = ("raw", "cleaned", "enriched")
 
+#: the largest page number a page id may carry (a document has far fewer pages)
+MAX_PAGE_NUMBER = 10_000_000
 _PAGE_ID = re.compile(r"^(?P<doc>[a-z0-9][a-z0-9_-]*)#p(?P<n>[1-9][0-9]*)$")
 
 
@@ -44,6 +46,8 @@ def parse_page_id(pid: str) -> tuple[str, int]:
     m = _PAGE_ID.match(pid)
     if not m:
         raise ValueError(f"not a page id (expected '<doc_id>#p<n>'): {pid!r}")
+    if len(m.group("n")) > len(str(MAX_PAGE_NUMBER)) or int(m.group("n")) > MAX_PAGE_NUMBER:
+        raise ValueError(f"page number out of range (1-{MAX_PAGE_NUMBER}): {pid!r}")
     return m.group("doc"), int(m.group("n"))
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
+from service_client import LocalClient
 
 from sourcepage import api
 from sourcepage.evaluation.questions import read_questions
@@ -42,7 +43,7 @@ LOCKBOX = "How do workers use a group lockbox at shift change?"
 
 @pytest.fixture
 def client(fresh_store: Path) -> TestClient:
-    with TestClient(create_app(fresh_store)) as c:
+    with LocalClient(create_app(fresh_store)) as c:
         yield c
 
 
@@ -269,7 +270,7 @@ def test_file_names_come_only_from_the_store(fresh_store: Path, monkeypatch: pyt
     con.close()
     opened: list = []
     monkeypatch.setattr(pages, "render_page", lambda *a, **k: opened.append(a) or (b"", {}))
-    with TestClient(create_app(fresh_store)) as c:
+    with LocalClient(create_app(fresh_store)) as c:
         r = c.get(f"/pages/{pid('loto_energy_control#p1')}/image")
     assert r.status_code == 404 and "file name" in r.json()["error"]
     assert not opened
@@ -280,10 +281,10 @@ def test_changed_pdf_is_refused_and_missing_corpus_explained(
 ) -> None:
     pdf = fresh_corpus / "pdf" / "hse_ppe_at_work.pdf"
     pdf.write_bytes(pdf.read_bytes() + b"\n% changed\n")
-    with TestClient(create_app(fresh_store)) as c:
+    with LocalClient(create_app(fresh_store)) as c:
         assert c.get(f"/pages/{pid('hse_ppe_at_work#p1')}/image").status_code == 409
         assert c.get(f"/pages/{pid('loto_energy_control#p1')}/image").status_code == 200
-    with TestClient(create_app(fresh_store, corpus=tmp_path / "elsewhere")) as c:
+    with LocalClient(create_app(fresh_store, corpus=tmp_path / "elsewhere")) as c:
         r = c.get(f"/pages/{pid('loto_energy_control#p1')}/image")
         assert r.status_code == 404 and "not in" in r.json()["error"]
 
@@ -466,8 +467,9 @@ def test_view_page_and_form_review(client: TestClient) -> None:
     assert "Recorded as review #1" in client.get(r.headers["location"]).text
     log = client.get("/reviews").json()["reviews"]
     assert log[0]["decision"] == "answer" and log[0]["pages"] == ["loto_energy_control#p2"]
+    ada = {"Authorization": f"Bearer {client.token('ada')}"}  # signed in; the form names no one
     bad = client.post(
-        f"/view/{pid('loto_energy_control#p2')}/review", params=q, data={**form, "reviewer": ""}
+        f"/view/{pid('loto_energy_control#p2')}/review", params=q, data={**form, "reviewer": ""}, headers=ada
     )
     assert bad.status_code == 422 and "reviewer" in bad.text
     assert "Review log" in client.get("/review-log").text and "ada" in client.get("/review-log").text

@@ -44,7 +44,9 @@ def server(fresh_store: Path):
     import uvicorn
 
     from sourcepage.service.app import create_app
+    from sourcepage.store.reviewers import add_reviewer
 
+    token = add_reviewer(fresh_store, "ada")
     port = _free_port()
     srv = uvicorn.Server(
         uvicorn.Config(create_app(fresh_store), host="127.0.0.1", port=port, log_level="warning")
@@ -56,21 +58,26 @@ def server(fresh_store: Path):
         if time.time() > deadline:
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
+    yield f"http://127.0.0.1:{port}", token
     srv.should_exit = True
     t.join(timeout=10)
 
 
-def test_search_view_and_review_in_chromium(server: str) -> None:
+def test_search_view_and_review_in_chromium(server: tuple[str, str]) -> None:
+    server, token = server
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(server + "/")
+            page.goto(server + "/login")  # recording a decision needs a reviewer
+            page.fill("input[name=token]", token)
+            page.click("form[action='/login'] button[type=submit]")
+            page.wait_for_selector("input[name=q]")
+            assert "Sign out ada" in page.locator("header").inner_text()
             page.fill("input[name=q]", "What hearing protection is needed, and who may remove a lock?")
             page.select_option("select[name=method]", "bm25")
-            page.click("button[type=submit]")
+            page.click("form.search button[type=submit]")
             page.wait_for_selector("ol.cards li.card")
             banner = page.locator(".banner")
             assert banner.get_attribute("data-decision") in ("answer", "refuse", "review")

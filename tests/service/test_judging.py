@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from service_client import LocalClient
 
 from sourcepage.evaluation.questions import read_questions
 from sourcepage.service.app import create_app
@@ -47,7 +48,7 @@ def qfile(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def client(fresh_store: Path, qfile: Path) -> TestClient:
-    with TestClient(create_app(fresh_store, questions=qfile)) as c:
+    with LocalClient(create_app(fresh_store, questions=qfile)) as c:
         yield c
 
 
@@ -91,12 +92,12 @@ def test_pool_pending_record_agreement_export(client: TestClient, tmp_path: Path
         ({"question_id": "Q1", "page": "loto_energy_control#p1", "grade": 3, "reviewer": "a"}, 422),
         (
             {"question_id": "Q1", "page": "loto_energy_control#p1", "grade": 1, "reviewer": "adjudicator:x"},
-            422,
+            403,  # signed in as "a": nobody writes as an adjudicator (no account can have that name)
         ),
     ],
 )
 def test_judgment_validation(client: TestClient, payload: dict, status: int) -> None:
-    r = client.post("/judgments", json=payload)
+    r = client.post("/judgments", json=payload, headers={"Authorization": f"Bearer {client.token('a')}"})
     assert r.status_code == status and isinstance(r.json()["error"], str)
 
 
@@ -118,14 +119,16 @@ def test_judge_page_flow(client: TestClient) -> None:
     assert r.status_code == 303
     assert "1 of 4 pooled pages judged" in client.get(r.headers["location"]).text
     bad = client.post(
-        "/judge", data={"question_id": "Q1", "page": "loto_energy_control#p2", "grade": "2", "reviewer": ""}
+        "/judge",
+        data={"question_id": "Q1", "page": "loto_energy_control#p2", "grade": "2", "reviewer": ""},
+        headers={"Authorization": f"Bearer {client.token('ada')}"},
     )
     assert bad.status_code == 422
     assert "Agreement" in client.get("/judge/agreement", params={"a": "ada", "b": "bo"}).text
 
 
 def test_without_question_set(fresh_store: Path) -> None:
-    with TestClient(create_app(fresh_store)) as c:
+    with LocalClient(create_app(fresh_store)) as c:
         r = c.get("/judgments/pool")
         assert r.status_code == 404 and "--questions" in r.json()["error"]
         assert "No question set is loaded" in c.get("/judge").text

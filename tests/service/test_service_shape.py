@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from service_client import LocalClient
 
 from sourcepage.retrieval.methods import available_methods
 from sourcepage.service.app import create_app
@@ -20,7 +21,7 @@ LOCKBOX = "How do workers use a group lockbox at shift change?"
 
 @pytest.fixture
 def client(fresh_store: Path) -> TestClient:
-    with TestClient(create_app(fresh_store)) as c:
+    with LocalClient(create_app(fresh_store)) as c:
         yield c
 
 
@@ -30,7 +31,10 @@ def test_search_logs_the_answer_only_when_asked(client: TestClient, fresh_store:
     assert client.post("/search", json={"question": LOCKBOX, "log": False}).status_code == 200
     assert client.get("/", params={"q": LOCKBOX}).status_code == 200
     assert not log.exists()
-    body = client.post("/search", json={"question": LOCKBOX, "log": True}).json()
+    assert client.post("/search", json={"question": LOCKBOX, "log": True}).status_code == 401  # a write
+    assert not log.exists()
+    ada = {"Authorization": f"Bearer {client.token('ada')}"}
+    body = client.post("/search", json={"question": LOCKBOX, "log": True}, headers=ada).json()
     rows = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 1
     assert rows[0]["question"] == LOCKBOX and rows[0]["decision"] == body["decision"]
@@ -48,7 +52,7 @@ def test_web_page_offers_the_available_methods(client: TestClient) -> None:
 
 def test_one_store_per_app(fresh_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     app = create_app(fresh_store)
-    with TestClient(app) as c:
+    with LocalClient(app) as c:
         c.post("/search", json={"question": LOCKBOX})  # the api's cached Searcher opens its own
         opened: list[Path] = []
         real_init = store_db.Store.__init__

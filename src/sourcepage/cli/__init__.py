@@ -5,7 +5,7 @@ One module per stage, each only parsing options, calling the library and printin
 - ``corpus``: ingest, audit
 - ``retrieval``: index, search
 - ``labels``: judge, calibrate, reviews
-- ``serve``: serve
+- ``serve``: serve, reviewer (add / remove / list)
 - ``evaluation``: eval, bench
 
 ``_common`` holds the consoles, the progress bar and ``fail``.
@@ -37,6 +37,7 @@ app.command()(retrieval.search)
 app.command()(labels.judge)
 app.command()(labels.calibrate)
 app.command()(serve.serve)
+app.add_typer(serve.reviewer_app, name="reviewer")
 app.command()(labels.reviews)
 app.command("eval")(evaluation.eval_)
 app.command()(evaluation.bench)

@@ -44,6 +44,7 @@ def progress() -> Progress:
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print ``error: message`` (verbatim) on stderr and exit with ``code``."""
-    err.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False)
+    """Print ``error: message`` (verbatim, never wrapped: a one-line message stays one
+    line) on stderr and exit with ``code``."""
+    err.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False, soft_wrap=True)
     raise typer.Exit(code)

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from sourcepage.cli._common import StoreOpt, err, escape, fail, out, progress
+from sourcepage.limits import EXTRACT_LIMITS
 
 if TYPE_CHECKING:
     from sourcepage.text.versions import TextSettings
@@ -48,13 +49,24 @@ def ingest(
     title_in_text: Annotated[
         bool, typer.Option(help="BEIR: page text = title + text (default: text; title in enriched).")
     ] = False,
+    max_memory: Annotated[
+        int, typer.Option(help="MiB of memory one document's extraction may use (then it is skipped).")
+    ] = EXTRACT_LIMITS.memory_mb,
+    max_seconds: Annotated[
+        float, typer.Option(help="Seconds one document's extraction may take (then it is skipped).")
+    ] = EXTRACT_LIMITS.seconds,
+    max_pages: Annotated[
+        int, typer.Option(help="Pages a document may have (more: it is skipped).")
+    ] = EXTRACT_LIMITS.pages,
 ) -> None:
     """Validate, extract, audit, clean and chunk a corpus into a store (incremental)."""
+    from sourcepage.limits import Limits
     from sourcepage.text.chunk import ChunkConfig
     from sourcepage.text.clean import CleanConfig
     from sourcepage.text.versions import TextSettings
 
     try:
+        limits = Limits(memory_mb=max_memory, seconds=max_seconds, pages=max_pages)
         settings = TextSettings(
             CleanConfig(not no_headers_footers, not no_dehyphenate, not no_whitespace),
             ChunkConfig(chunk_size, chunk_overlap, chunk_mode, chunk_scope),
@@ -92,6 +104,7 @@ def ingest(
                 workers=workers or None,
                 force=force,
                 progress=tick,
+                limits=limits,
             )
         except ValueError as e:  # ManifestError among them
             fail(str(e))

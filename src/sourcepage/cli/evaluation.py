@@ -62,14 +62,17 @@ def eval_(
 
     def downloading(manifest: Path) -> None:
         err.print(
-            f"no local corpus: downloading the documents of {manifest} (checksums verified)", markup=False
+            f"no local corpus: downloading the documents of {manifest} (checksums verified)",
+            markup=False,
+            soft_wrap=True,  # a path is never cut in two
         )
 
     try:
         corpus = locate_corpus(questions, corpus, on_download=downloading)
     except CorpusUnavailable as e:
         for doc_id, why in sorted(e.report.problems.items() if e.report else ()):
-            err.print(f"[yellow]not fetched[/] {escape(doc_id)}: {escape(why)}", highlight=False)
+            line = f"[yellow]not fetched[/] {escape(doc_id)}: {escape(why)}"
+            err.print(line, highlight=False, soft_wrap=True)
         fail(str(e))
     try:
         design = Design.from_yaml(config) if config else Design()
@@ -161,13 +164,26 @@ def _eval_beir(
 
 
 def bench(
-    corpus: Annotated[Path, typer.Option("--corpus", help="Corpus folder (manifest.csv + pdf/).")],
-    questions: Annotated[Path, typer.Option("--questions", help="questions.jsonl to time.")],
+    corpus: Annotated[
+        Path | None, typer.Option("--corpus", help="Corpus folder (manifest.csv + pdf/).")
+    ] = None,
+    questions: Annotated[Path | None, typer.Option("--questions", help="questions.jsonl to time.")] = None,
     store: StoreOpt = Path(".store"),
     repeats: Annotated[int, typer.Option(help="Repeats per measurement (medians reported).")] = 5,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON.")] = None,
+    load: Annotated[
+        bool, typer.Option("--load", help="Load-test `serve` on 127.0.0.1 for the store instead.")
+    ] = False,
+    clients: Annotated[int, typer.Option(help="--load: concurrent clients.")] = 50,
+    seconds: Annotated[float, typer.Option(help="--load: how long.")] = 30.0,
 ) -> None:
-    """Time extraction, BM25 index build and query latency here, next to the study's §3.8."""
+    """Time extraction, BM25 index build and query latency here, next to the study's §3.8;
+    with --load, requests/s, latency and errors of the web service under concurrent clients."""
+    if load:
+        _bench_load(store, clients, seconds, json_out)
+        return
+    if corpus is None or questions is None:
+        fail("give --corpus DIR and --questions FILE (or --load --store DIR)")
     from sourcepage.evaluation.bench import run_bench
 
     try:
@@ -198,6 +214,36 @@ def bench(
         json_out.write_text(json.dumps(r, indent=2) + "\n", encoding="utf-8")
         out.print(f"json: {json_out}", markup=False)
     if p["ok"] is False:
+        raise typer.Exit(1)
+
+
+def _bench_load(store: Path, clients: int, seconds: float, json_out: Path | None) -> None:
+    from sourcepage.evaluation.load import run_load
+    from sourcepage.store.db import StoreError
+    from sourcepage.store.files import write_json
+
+    err.print(f"load: {clients} clients for {seconds:g} s on `sourcepage serve` at 127.0.0.1", markup=False)
+    try:
+        r = run_load(store, clients, seconds)
+    except (StoreError, ValueError, RuntimeError, OSError) as e:
+        fail(str(e))
+    out.print(
+        f"Load: {r['clients']} clients for {r['wall_seconds']:.1f} s on 127.0.0.1: {r['requests']} requests, "
+        f"{r['requests_per_s']:.1f}/s, p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, "
+        f"max {r['max_ms']:.0f} ms, {r['errors']} errors",
+        markup=False,
+        soft_wrap=True,
+    )
+    t = Table(title="By request kind", title_justify="left")
+    for col in ("request", "count", "errors", "p50 ms", "p95 ms"):
+        t.add_column(col, justify="left" if col == "request" else "right")
+    for kind, k in r["by_kind"].items():
+        t.add_row(kind, str(k["requests"]), str(k["errors"]), f"{k['p50_ms']:.1f}", f"{k['p95_ms']:.1f}")
+    out.print(t)
+    if json_out:
+        write_json(json_out, r)
+        out.print(f"json: {json_out}", markup=False)
+    if r["errors"]:
         raise typer.Exit(1)
 
 

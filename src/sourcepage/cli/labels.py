@@ -157,12 +157,13 @@ def calibrate(
     from sourcepage.evaluation.answerability import held_out
     from sourcepage.evaluation.questions import QuestionError, read_questions
     from sourcepage.store.db import Store, StoreError
-    from sourcepage.support.calibrate import run_calibration
+    from sourcepage.support.calibrate import check_classes, run_calibration
     from sourcepage.vocabulary import ANSWERABILITIES
 
     try:
         st = Store(store)
         qs = read_questions(questions, known_pages=st.page_ids())
+        check_classes(qs, questions)
         with progress() as prog:
             task = prog.add_task("features", total=len(qs))
             rep = run_calibration(

@@ -1,18 +1,37 @@
-"""``sourcepage serve``: the JSON API and the reviewer web page."""
+"""``sourcepage serve`` (the JSON API and the reviewer web page) and ``sourcepage
+reviewer`` (the accounts that may write through it)."""
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Table
 
-from sourcepage.cli._common import StoreOpt, err, fail, out
+from sourcepage.cli._common import StoreOpt, err, escape, fail, out
+
+reviewer_app = typer.Typer(
+    no_args_is_help=True,
+    help="Reviewer accounts: who may record reviews, judgments and adjudications through `serve`.",
+)
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def serve(
     store: StoreOpt = Path(".store"),
-    host: Annotated[str, typer.Option(help="Address to bind (127.0.0.1: this machine only).")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Address to bind; 127.0.0.1 (default) serves this machine only.")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8000,
     corpus: Annotated[
         Path | None,
@@ -21,6 +40,18 @@ def serve(
     questions: Annotated[
         Path | None, typer.Option("--questions", help="questions.jsonl to pool and judge on the web page.")
     ] = None,
+    public: Annotated[
+        bool,
+        typer.Option(
+            "--public",
+            help="Serve other machines (binds 0.0.0.0 unless --host is given); every request then needs a "
+            "reviewer token. Refuses to start without reviewer accounts.",
+        ),
+    ] = False,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option("--allowed-host", help="Host name clients use to reach the service; repeatable."),
+    ] = None,
 ) -> None:
     """Serve the JSON API and the reviewer web page (http://HOST:PORT/, API docs at /docs)."""
     import uvicorn
@@ -28,13 +59,73 @@ def serve(
     from sourcepage.service.app import create_app
     from sourcepage.store.db import StoreError
 
+    hosts = list(allowed_host or [])
+    if public and _loopback(host):
+        host = "0.0.0.0"
+    if not public and not _loopback(host):
+        fail(f"--host {host} serves other machines: add --public (every request then needs a reviewer token)")
+    if public:
+        if host in ("0.0.0.0", "::") and not hosts:
+            fail("--public on all addresses needs --allowed-host NAME (the host name clients use)")
+        if host not in ("0.0.0.0", "::"):
+            hosts.append(host)
     try:
-        web = create_app(store, corpus=corpus, questions=questions)
+        web = create_app(store, corpus=corpus, questions=questions, public=public, allowed_hosts=hosts)
     except (StoreError, ValueError, OSError) as e:
         fail(str(e))
     if web.state.corpus is None:
         err.print("[yellow]warning:[/] no corpus folder known: page images are off (pass --corpus DIR)")
+    where = "other machines too: every request needs a reviewer token" if public else "this machine only"
     out.print(
-        f"serving {store} on http://{host}:{port}/  (API docs: http://{host}:{port}/docs)", markup=False
+        f"serving {store} on http://{host}:{port}/ ({where}; API docs at /docs). Writing needs a reviewer "
+        f"token: `sourcepage reviewer add NAME --store {store}`.",
+        markup=False,
     )
     uvicorn.run(web, host=host, port=port, log_level="info")
+
+
+@reviewer_app.command("add")
+def reviewer_add(
+    name: Annotated[str, typer.Argument(help="Reviewer name (recorded with every review and judgment).")],
+    store: StoreOpt = Path(".store"),
+) -> None:
+    """Create a reviewer (or give one a new token) and print the token, once."""
+    from sourcepage.store.db import Store, StoreError
+    from sourcepage.store.reviewers import add_reviewer
+
+    try:
+        Store(store).close()
+        token = add_reviewer(store, name)
+    except (StoreError, ValueError, OSError) as e:
+        fail(str(e))
+    out.print(f"reviewer {name}: token {token}", markup=False)
+    err.print(
+        "Shown once; the store keeps only its hash. Send it as `Authorization: Bearer TOKEN` or sign in at "
+        "/login. Adding the name again replaces it.",
+        markup=False,
+    )
+
+
+@reviewer_app.command("remove")
+def reviewer_remove(
+    name: Annotated[str, typer.Argument(help="Reviewer name.")], store: StoreOpt = Path(".store")
+) -> None:
+    """End a reviewer's access (the reviews and judgments they recorded stay)."""
+    from sourcepage.store.reviewers import remove_reviewer
+
+    if not remove_reviewer(store, name):
+        fail(f"no reviewer {name!r} in {store}")
+    out.print(f"removed reviewer {name}", markup=False)
+
+
+@reviewer_app.command("list")
+def reviewer_list(store: StoreOpt = Path(".store")) -> None:
+    """The reviewer accounts of a store."""
+    from sourcepage.store.reviewers import list_reviewers
+
+    t = Table(title=f"Reviewers — {escape(str(store))}")
+    t.add_column("name")
+    t.add_column("token issued")
+    for r in list_reviewers(store):
+        t.add_row(escape(r.name), r.created_at)
+    out.print(t)

@@ -16,6 +16,8 @@ from pathlib import Path
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
+from sourcepage.limits import LimitExceeded
+
 ENGINES = ("pypdfium2", "pypdf")
 
 
@@ -109,11 +111,18 @@ def _pypdf_texts(path: Path, n_pages: int) -> list[str]:
     return texts
 
 
-def extract_pdf(path: str | Path, engine: str = "pypdfium2") -> Extracted:
+def check_pages(n: int, max_pages: int | None) -> None:
+    """LimitExceeded when a document has more than ``max_pages`` pages."""
+    if max_pages is not None and n > max_pages:
+        raise LimitExceeded("pages", f"{n} pages, over the page limit of {max_pages}")
+
+
+def extract_pdf(path: str | Path, engine: str = "pypdfium2", max_pages: int | None = None) -> Extracted:
     """Extract every physical page of ``path``.
 
     Raises ExtractionError for a corrupt, encrypted, empty (0 pages) or image-only
-    PDF (no text on any page; OCR is out of scope, study §3.2).
+    PDF (no text on any page; OCR is out of scope, study §3.2), LimitExceeded for a
+    PDF of more than ``max_pages`` pages (checked before any page is read).
     Line ends are normalised to ``\\n``; nothing else is changed (that is the raw
     text version).
     """
@@ -126,6 +135,7 @@ def extract_pdf(path: str | Path, engine: str = "pypdfium2") -> Extracted:
         n = len(pdf)
         if n == 0:
             raise ExtractionError("PDF has no pages")
+        check_pages(n, max_pages)
         texts: list[str] = []
         layouts: list[PageLayout] = []
         for i in range(n):

@@ -2,7 +2,8 @@
 SHA-256 verification, into a cache — for machines without a local mirror.
 
 Files already in the cache with the right checksum are not fetched again; a
-download goes to a temp file and is renamed only when complete. Rows without a
+download goes to a temp file and is renamed only when complete; a ``file`` that is not a
+bare file name (``../x``) is refused, so nothing is written outside the cache. Rows without a
 URL, unreachable hosts and checksum mismatches are reported per document, never
 silently skipped; the caller decides whether a partial corpus is acceptable.
 ``locate_corpus`` is the fallback order of ``sourcepage eval``: the given folder, the
@@ -46,6 +47,9 @@ def fetch_corpus(manifest: str | Path, cache: str | Path | None = None, timeout:
     docs = read_manifest(corpus, check_files=False).documents
     report = FetchReport(corpus)
     for d in docs:
+        if not d.file or Path(d.file).name != d.file or d.file in (".", ".."):
+            report.problems[d.doc_id] = f"file {d.file!r} is not a bare file name under pdf/: not fetched"
+            continue
         target = corpus / "pdf" / d.file
         if target.is_file() and sha256_file(target) == d.sha256:
             report.cached.append(d.doc_id)

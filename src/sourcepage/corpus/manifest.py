@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,11 @@ class ManifestError(ValueError):
 
     def __init__(self, problems: list[Problem]):
         self.problems = problems
-        super().__init__("invalid manifest:\n  " + "\n  ".join(str(p) for p in problems))
+        if len(problems) == 1:
+            super().__init__(f"invalid manifest: {problems[0]}")
+        else:
+            lines = "\n  ".join(str(p) for p in problems)
+            super().__init__(f"invalid manifest ({len(problems)} problems):\n  {lines}")
 
 
 def sha256_file(path: Path) -> str:
@@ -50,6 +55,26 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def _csv_problem(e: csv.Error) -> str:
+    msg = str(e)
+    if "field larger than field limit" in msg:
+        return f"a field is longer than {csv.field_size_limit()} characters (the CSV field limit)"
+    return f"unreadable CSV ({msg})"
+
+
+def _rows(reader: csv.DictReader, name: str, problems: list[Problem]) -> Iterator[dict[str, str]]:
+    """The rows of ``reader``; a row the csv module cannot read ends the reading with a
+    problem naming its line (nothing after it can be trusted)."""
+    while True:
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:  # the DictReader's own line_num is not yet advanced
+            problems.append(Problem(name, reader.reader.line_num, "", _csv_problem(e)))
+            return
 
 
 @dataclass(frozen=True)
@@ -90,7 +115,10 @@ def read_manifest(
     except UnicodeDecodeError as e:
         raise ManifestError([Problem(name, 0, "", f"not UTF-8: {e}")]) from e
     reader = csv.DictReader(text.splitlines(keepends=True))
-    header = reader.fieldnames or []
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as e:
+        raise ManifestError([Problem(name, reader.reader.line_num, "", _csv_problem(e))]) from None
     missing = [c for c in MANIFEST_COLUMNS if c not in header]
     if missing:
         raise ManifestError([Problem(name, 1, c, "required column missing from header") for c in missing])
@@ -100,7 +128,7 @@ def read_manifest(
     extra_cols = tuple(c for c in header if c not in MANIFEST_COLUMNS and c)
     seen: dict[str, int] = {}
     docs: list[Document] = []
-    for row in reader:
+    for row in _rows(reader, name, problems):
         line = reader.line_num
         if None in row:
             problems.append(Problem(name, line, "", "row has more fields than the header"))

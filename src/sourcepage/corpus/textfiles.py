@@ -28,7 +28,14 @@ import re
 import time
 from pathlib import Path
 
-from sourcepage.corpus.extract import ENGINES, Extracted, ExtractionError, PageLayout, extract_pdf
+from sourcepage.corpus.extract import (
+    ENGINES,
+    Extracted,
+    ExtractionError,
+    PageLayout,
+    check_pages,
+    extract_pdf,
+)
 
 __all__ = ["PAGE_MARKER", "TEXT_SUFFIXES", "extract_document", "extract_text_file", "split_pages"]
 
@@ -78,11 +85,14 @@ def extract_text_file(path: str | Path) -> Extracted:
     return Extracted(texts=pages, layouts=layouts, seconds=time.perf_counter() - t0)
 
 
-def extract_document(path: str | Path, engine: str = "pypdfium2") -> Extracted:
+def extract_document(path: str | Path, engine: str = "pypdfium2", max_pages: int | None = None) -> Extracted:
     """Pages of a corpus file: plain text for ``.txt``/``.md`` (``engine`` is then not
-    used), otherwise a PDF through :func:`~sourcepage.corpus.extract.extract_pdf`."""
+    used), otherwise a PDF through :func:`~sourcepage.corpus.extract.extract_pdf`.
+    LimitExceeded for a document of more than ``max_pages`` pages."""
     if engine not in ENGINES:
         raise ValueError(f"unknown extraction engine {engine!r}; choose from {ENGINES}")
     if Path(path).suffix.lower() in TEXT_SUFFIXES:
-        return extract_text_file(path)
-    return extract_pdf(path, engine)
+        out = extract_text_file(path)
+        check_pages(len(out.texts), max_pages)
+        return out
+    return extract_pdf(path, engine, max_pages)

@@ -15,6 +15,7 @@ of ranked.jsonl and the question set; a test checks that this is so.
 from __future__ import annotations
 
 import math
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
 from sourcepage.evaluation.answerability import evaluate_support
 from sourcepage.evaluation.answerability import figure as support_figure
-from sourcepage.evaluation.questions import read_questions
+from sourcepage.evaluation.questions import read_questions, require_answerable
 from sourcepage.evaluation.relevance import Qrels, Run, RunHit
 from sourcepage.evaluation.runner import (
     Benchmark,
@@ -230,12 +231,16 @@ class QuestionsBenchmark(Benchmark):
         self.by_id: dict[str, Question] = {}
 
     def prepare(self, store: Path, progress: Progress | None) -> Prepared:
+        require_answerable(read_questions(self.questions_path), self.questions_path)  # before any write
+        new = [p for p in (store.parent, store) if not p.exists()]
         self.ingest_report = ingest(self.corpus, store, engine=self.design.engine, settings=self.design.text)
         st = Store(store)
         try:
             self.questions = read_questions(self.questions_path, known_pages=st.page_ids())
         except BaseException:
             st.close()
+            for p in reversed(new):  # an evidence page the corpus lacks: leave nothing behind
+                shutil.rmtree(p, ignore_errors=True)
             raise
         self.by_id = {q.id: q for q in self.questions}
         queries = {q.id: q.question for q in self.questions}

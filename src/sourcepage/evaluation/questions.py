@@ -45,8 +45,10 @@ class QuestionError(ValueError):
     def __init__(self, problems: Sequence[str]) -> None:
         self.problems = list(problems)
         n = len(self.problems)
-        head = f"{n} problem{'s' if n != 1 else ''} in question set"
-        super().__init__(head + ":\n  " + "\n  ".join(self.problems))
+        if n == 1:
+            super().__init__(f"1 problem in question set: {self.problems[0]}")
+        else:
+            super().__init__(f"{n} problems in question set:\n  " + "\n  ".join(self.problems))
 
 
 # --------------------------------------------------------------------------- page index
@@ -217,13 +219,20 @@ def read_questions(path: str | Path, known_pages: set[str] | None = None) -> lis
 
     Blank lines and lines starting with ``//`` are skipped. With ``known_pages``
     (page ids of the corpus) every evidence page must exist. Raises one
-    :class:`QuestionError` listing all problems; never drops a question.
+    :class:`QuestionError` listing all problems (a missing or unreadable file among
+    them); never drops a question.
     """
     index = _page_index(known_pages) if known_pages is not None else None
     problems: list[str] = []
     questions: list[Question] = []
     first_line: dict[str, int] = {}
-    text = Path(path).read_text(encoding="utf-8-sig")
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise QuestionError([f"{path}: no such file"]) from None
+    except (OSError, UnicodeDecodeError) as e:
+        why = f"not UTF-8 ({e.reason} at byte {e.start})" if isinstance(e, UnicodeDecodeError) else str(e)
+        raise QuestionError([f"{path}: cannot read the question set: {why}"]) from None
     for lineno, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
         if not stripped or stripped.startswith("//"):
@@ -250,6 +259,15 @@ def read_questions(path: str | Path, known_pages: set[str] | None = None) -> lis
     if problems:
         raise QuestionError(problems)
     return questions
+
+
+def require_answerable(questions: Sequence[Question], path: str | Path) -> None:
+    """QuestionError unless the set holds an answerable question (nothing to score
+    otherwise): an evaluation checks this before it writes anything."""
+    if not questions:
+        raise QuestionError([f"{path}: no questions (empty, or only blank and // lines)"])
+    if not any(q.answerability == "answerable" for q in questions):
+        raise QuestionError([f"{path}: no answerable question: nothing to score"])
 
 
 def question_to_dict(q: Question) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Relevance judgments for a benchmark: pool, judge, agree, adjudicate, export (study §3.5).
 
 Judgments live in their own SQLite file (default ``<store>/judgments.sqlite``) so the
-store itself is never written. The table is append-only: judging the same
+store itself is never written. The table is append-only, enforced by the database
+(triggers refuse UPDATE and DELETE on any connection): judging the same
 (question, page, reviewer) again adds a row; the *current* judgment is the latest row
 (highest id) and every earlier one stays as history.
 
@@ -59,6 +60,10 @@ CREATE TABLE IF NOT EXISTS judgments (
   note TEXT NOT NULL DEFAULT '',
   created_at TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS judgments_key ON judgments (question_id, page, reviewer, id);
+CREATE TRIGGER IF NOT EXISTS judgments_no_update BEFORE UPDATE ON judgments
+  BEGIN SELECT RAISE(ABORT, 'judgments are append-only: record a new judgment instead'); END;
+CREATE TRIGGER IF NOT EXISTS judgments_no_delete BEFORE DELETE ON judgments
+  BEGIN SELECT RAISE(ABORT, 'judgments are append-only: record a new judgment instead'); END;
 """
 
 Key = tuple[str, str, str]  # (question id, page, reviewer)

@@ -8,7 +8,8 @@ Layout (bm25s style: arrays plus a params JSON)::
 
 A build writes a new ``<build-id>/`` folder and only then switches CURRENT, so an
 interrupted build leaves the previous index usable; older builds are removed after
-the switch. An index records the fingerprint of the chunks it was built from and
+the switch, and so are the ``.<build-id>.<pid>.tmp`` folders of builds whose process
+is gone (killed mid-build). An index records the fingerprint of the chunks it was built from and
 its parameters; ``load_index`` returns None for a missing or stale index.
 ``build_indexes`` builds several (version, method) indexes through an executor
 (sourcepage.executor), each job with its own Store.
@@ -17,6 +18,7 @@ its parameters; ``load_index`` returns None for a missing or stale index.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -36,6 +38,17 @@ from sourcepage.store.files import write_json, write_text
 
 INDEX_FORMAT = 1
 DEFAULT_SETTINGS = IndexSettings()
+
+
+class IndexMissing(RuntimeError):
+    """No current index of a method for a text version; the message names the command
+    that builds it (a web request never builds one)."""
+
+    def __init__(self, store: Path, version: str, method: Method):
+        super().__init__(
+            f"no current {method.name} index for text version {version!r} in {store}: "
+            f"run `sourcepage index --store {store} --version {version} --method {method.name}`"
+        )
 
 
 @dataclass
@@ -93,8 +106,9 @@ def build_index(
         raise ValueError(f"store {store.path} has no chunks for version {version!r}; ingest first")
     texts = [c.text for c in chunks]
     folder = index_dir(store, version, method)
+    remove_stale_builds(folder)
     build_id = time.strftime("%Y%m%dT%H%M%S") + f"-{time.perf_counter_ns() % 10**9:09d}"
-    tmp = folder / f".{build_id}.tmp"
+    tmp = folder / f".{build_id}.{os.getpid()}.tmp"
     tmp.mkdir(parents=True, exist_ok=False)
     try:
         ctx = BuildContext(store.cached_embeddings, store.cache_embeddings, progress)
@@ -122,6 +136,38 @@ def build_index(
         if old.is_dir() and old.name != build_id and not old.name.startswith("."):
             shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_builds(folder: Path) -> list[Path]:
+    """Remove the temporary folders of builds whose process is gone (a build killed
+    before it published); returns what was removed. A folder of a running build (its
+    process id is alive) is kept; a folder without a process id (older versions) is
+    removed once it is an hour old."""
+    removed: list[Path] = []
+    if not folder.is_dir():
+        return removed
+    for tmp in folder.glob(".*.tmp"):
+        if not tmp.is_dir():
+            continue
+        parts = tmp.name.split(".")  # ['', build_id, pid, 'tmp'] or ['', build_id, 'tmp']
+        if len(parts) == 4 and parts[2].isdigit():
+            stale = not _alive(int(parts[2]))
+        else:
+            stale = time.time() - tmp.stat().st_mtime > 3600
+        if stale:
+            shutil.rmtree(tmp, ignore_errors=True)
+            removed.append(tmp)
+    return removed
 
 
 def build_indexes(

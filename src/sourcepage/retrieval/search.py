@@ -1,7 +1,8 @@
 """Query a store: any method, any text version, with filters, traceable hits.
 
 ``Searcher`` keeps loaded indexes in memory (one per base method) and builds a
-missing or stale index on first use when ``auto_build`` is set.
+missing or stale index on first use when ``auto_build`` is set; without it, such an
+index raises IndexMissing (naming the command to run).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 from sourcepage.records import Document, Hit, Ranking
 from sourcepage.retrieval.filters import Filters, check_filters, matches
 from sourcepage.retrieval.fusion import RRF_K
-from sourcepage.retrieval.index import LoadedIndex, build_index, load_index
+from sourcepage.retrieval.index import IndexMissing, LoadedIndex, build_index, load_index
 from sourcepage.retrieval.methods import Method, parse_method
 from sourcepage.retrieval.pages import collapse
 from sourcepage.retrieval.settings import IndexSettings
@@ -67,10 +68,7 @@ class Searcher:
             idx = load_index(self.store, self.version, method, self.settings, self._fingerprint)
             if idx is None:
                 if not self.auto_build:
-                    raise RuntimeError(
-                        f"no current {method.name} index for version {self.version!r} "
-                        f"in {self.store.path}: run `sourcepage index`"
-                    )
+                    raise IndexMissing(self.store.path, self.version, method)
                 cb = (lambda d, n: self.progress(method.name, d, n)) if self.progress else None
                 build_index(self.store, self.version, method, self.settings, cb)
                 idx = load_index(self.store, self.version, method, self.settings, self._fingerprint)

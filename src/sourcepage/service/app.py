@@ -14,7 +14,9 @@ per-app settings on ``app.state`` (read by the dependencies of
 - :mod:`~sourcepage.service.reviews`: ``POST /reviews``, ``GET /reviews``, ``GET
   /reviews/export``, ``/review-log``;
 - :mod:`~sourcepage.service.judging`: ``/judgments/*``, ``/judge`` (when the judge
-  package is installed).
+  package is installed);
+- :mod:`~sourcepage.service.auth`: ``/login``, ``/logout``, and the Guard middleware
+  (Host and Origin checks, a reviewer for every write, everything in public mode).
 
 OpenAPI docs at ``/docs`` and ``/redoc`` with their assets served from the
 ``fastapi-offline`` package (no CDN). Validation problems answer 422 with
@@ -25,7 +27,7 @@ error"}`` and is logged, never shown.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -36,9 +38,10 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sourcepage.service import documents, pages, reviews, search
+from sourcepage.service import auth, documents, pages, reviews, search
 from sourcepage.service.deps import HERE, JUDGING, TEMPLATES, open_shared_store, readable, segments
 from sourcepage.store.db import Store
+from sourcepage.store.reviewers import has_reviewers
 
 __all__ = ["corpus_from_store", "create_app", "segments"]
 
@@ -122,16 +125,27 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 def create_app(
-    store: str | Path, corpus: str | Path | None = None, questions: str | Path | None = None
+    store: str | Path,
+    corpus: str | Path | None = None,
+    questions: str | Path | None = None,
+    *,
+    public: bool = False,
+    allowed_hosts: Sequence[str] = (),
 ) -> FastAPI:
     """The service for one store. ``corpus`` (a folder with ``pdf/``) defaults to the
     corpus of the store's last ingest; without one, page images answer 404.
     ``questions`` (a questions.jsonl) is the set that relevance judging pools and
     exports; QuestionError (a ValueError) when it does not validate. StoreError when
-    the store cannot be opened."""
+    the store cannot be opened. ``allowed_hosts``: host names accepted besides the
+    loopback ones; ``public``: every request needs a reviewer (ValueError when the
+    store has no reviewer accounts)."""
     from fastapi_offline import FastAPIOffline
 
     store = Path(store).resolve()
+    if public and not has_reviewers(store):
+        raise ValueError(
+            f"a public service needs reviewer accounts: run `sourcepage reviewer add NAME --store {store}`"
+        )
     question_set = None
     if questions is not None:
         from sourcepage.evaluation.questions import read_questions
@@ -153,11 +167,13 @@ def create_app(
     app.state.corpus = Path(corpus).resolve() if corpus else _corpus_of(db)
     app.state.questions = question_set
     app.state.sha_cache = {}
+    app.state.access = auth.Access.of(store, public, allowed_hosts)
+    app.add_middleware(auth.Guard, access=app.state.access)
     app.add_middleware(_CatchAll)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
-    for module in (search, documents, pages, reviews):
+    for module in (search, documents, pages, reviews, auth):
         app.include_router(module.router)
     if JUDGING:
         from sourcepage.service import judging

@@ -15,11 +15,13 @@ import importlib.util
 import threading
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.templating import Jinja2Templates
 
 from sourcepage.records import Document, Question, parse_page_id
+from sourcepage.service.auth import template_context
 from sourcepage.store.db import Store
 
 HERE = Path(__file__).parent
@@ -35,9 +37,18 @@ Version = Literal["raw", "cleaned", "enriched"]
 #: the judging pages and endpoints exist when the judge package is installed
 JUDGING = importlib.util.find_spec("sourcepage.judge.judgments") is not None
 
-TEMPLATES = Jinja2Templates(directory=HERE / "templates")
+
+
+def http_url(url: str) -> str:
+    """``url`` when it is an http(s) address, else '' (a ``javascript:`` or ``data:`` URL
+    from a manifest is shown as text, never made a link)."""
+    return url if urlsplit(url.strip()).scheme.lower() in ("http", "https") else ""
+
+
+TEMPLATES = Jinja2Templates(directory=HERE / "templates", context_processors=[template_context])
 TEMPLATES.env.globals["facet_labels"] = FACET_LABELS
 TEMPLATES.env.globals["judging"] = JUDGING
+TEMPLATES.env.filters["http_url"] = http_url
 
 
 # --------------------------------------------------------------------------- dependencies

@@ -1,6 +1,7 @@
 """Relevance judging over HTTP and on the web page (:mod:`sourcepage.judge.judgments`).
 
-Judgments are kept in ``<store>/judgments.sqlite`` (append-only). Pooling and export
+Judgments are kept in ``<store>/judgments.sqlite`` (append-only). Recording and
+adjudicating need the reviewer signed in (:mod:`sourcepage.service.auth`). Pooling and export
 need a question set (``create_app(..., questions=FILE)`` / ``serve --questions``);
 recording, agreement and adjudication work on any question ids the set holds.
 Each request opens the judgments file and closes it; the SQL is in the judge module.
@@ -30,8 +31,10 @@ from starlette.concurrency import run_in_threadpool
 from sourcepage import api
 from sourcepage.judge import judgments as jm
 from sourcepage.records import Question
+from sourcepage.retrieval.index import IndexMissing
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.tokenize import content_terms
+from sourcepage.service.auth import form_writer, require_writer
 from sourcepage.service.deps import DB, TEMPLATES, Questions, StorePath, resolve_page
 from sourcepage.store.db import Store
 
@@ -68,7 +71,7 @@ class JudgingState:
     """Per app: the pools computed so far (by methods and depth) and the question index."""
 
     by_id: dict[str, Question] = field(default_factory=dict)
-    pools: dict[tuple[tuple[str, ...], int], dict[str, list[str]]] = field(default_factory=dict)
+    pools: dict[tuple[tuple[str, ...], int, Any], dict[str, list[str]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
@@ -114,10 +117,14 @@ def get_pool(
             parse_method(m)
     except ValueError as e:
         raise HTTPException(422, str(e)) from None
-    key = (names, depth)
+    svc = api.service(store, "raw", build=False)
+    key = (names, depth, svc.stamp)  # a re-ingest makes a new pool
     with state.lock:
         if key not in state.pools:
-            state.pools[key] = jm.pool(api.searcher(store, "raw"), qs, list(names), depth)
+            try:
+                state.pools[key] = jm.pool(svc.searcher, qs, list(names), depth)
+            except IndexMissing as e:
+                raise HTTPException(409, str(e)) from None
         return state.pools[key]
 
 
@@ -182,10 +189,13 @@ def pool(
     return out
 
 
-@router.post("/judgments", tags=["judging"], status_code=201, summary="Record a relevance judgment")
+@router.post(
+    "/judgments", tags=["judging"], status_code=201, summary="Record a relevance judgment (reviewer's token)"
+)
 def post_judgment(
-    body: JudgmentBody, db: DB, store: StorePath, questions: Questions, state: State
+    request: Request, body: JudgmentBody, db: DB, store: StorePath, questions: Questions, state: State
 ) -> dict[str, Any]:
+    require_writer(request, body.reviewer)
     return record_judgment(db, store, questions, state, body)
 
 
@@ -204,10 +214,16 @@ def agreement(a: str, b: str, store: StorePath) -> dict[str, Any]:
     return agreement_of(store, a, b)
 
 
-@router.post("/judgments/adjudicate", tags=["judging"], status_code=201, summary="Record a final grade")
+@router.post(
+    "/judgments/adjudicate",
+    tags=["judging"],
+    status_code=201,
+    summary="Record a final grade (adjudicator's token)",
+)
 def post_adjudication(
-    body: AdjudicationBody, db: DB, store: StorePath, questions: Questions, state: State
+    request: Request, body: AdjudicationBody, db: DB, store: StorePath, questions: Questions, state: State
 ) -> dict[str, Any]:
+    require_writer(request, body.adjudicator)
     return record_adjudication(db, store, questions, state, body)
 
 
@@ -286,6 +302,7 @@ async def judge_post(
     request: Request, db: DB, store: StorePath, questions: Questions, state: State
 ) -> Response:
     form = await request.form()
+    form_writer(request, form, str(form.get("reviewer", "")))
     data = {k: str(form.get(k, "")) for k in ("question_id", "page", "reviewer", "note")}
     grade = str(form.get("grade", ""))
     if grade not in ("0", "1", "2"):
@@ -330,6 +347,7 @@ async def adjudicate_post(
     request: Request, db: DB, store: StorePath, questions: Questions, state: State
 ) -> Response:
     form = await request.form()
+    form_writer(request, form, str(form.get("adjudicator", "")))
     grade = str(form.get("grade", ""))
     if grade not in ("0", "1", "2"):
         raise HTTPException(422, "choose a grade: 0, 1 or 2")

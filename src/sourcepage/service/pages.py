@@ -20,8 +20,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from sourcepage import api
+from sourcepage.limits import LimitExceeded
 from sourcepage.records import Document, parse_page_id
 from sourcepage.retrieval.tokenize import content_terms
+from sourcepage.service.auth import form_writer
 from sourcepage.service.deps import (
     DB,
     TEMPLATES,
@@ -143,9 +145,12 @@ def page_image(
         png, info = render_page(path, n, scale=scale, passage=passage, terms=content_terms(q) if q else ())
     except IndexError as e:
         raise HTTPException(404, str(e)) from None
+    except LimitExceeded as e:
+        raise HTTPException(503, f"page {page_id} could not be rendered: {e}") from None
     headers = {
         "Cache-Control": "private, max-age=300",
         "X-Highlight-Boxes": f"{info['passage_boxes']},{info['term_boxes']}",
+        "X-Render-Scale": str(info.get("scale", scale)),
     }
     return Response(png, media_type="image/png", headers=headers)
 
@@ -216,6 +221,7 @@ def view(request: Request, page_id: str, db: DB, store: StorePath, corpus: Corpu
 @router.post("/view/{page_id}/review", include_in_schema=False)
 async def view_review(request: Request, page_id: str, db: DB, store: StorePath, corpus: Corpus) -> Response:
     form = await request.form()
+    form_writer(request, form, str(form.get("reviewer", "")))  # 401 / 403 before anything else
     decision = str(form.get("decision", ""))
     pages = [str(x) for x in form.getlist("pages")] if decision == "answer" else []
     data = {

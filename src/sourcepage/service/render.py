@@ -9,21 +9,36 @@ running header, an enriched chunk with its metadata header) is matched line by l
 Query words are found with ``textpage.search`` (whole words) inside the passage, or
 anywhere on the page when no passage is given.
 
-PDFium is not thread-safe: every call goes through one lock.
+A PDF page is untrusted input: :func:`render_page` renders in a worker process under
+:data:`~sourcepage.limits.RENDER_LIMITS` (memory, time; ``RENDER_WORKERS`` workers per
+process, each rendering one page at a time, replaced when a page breaks a limit), and
+lowers the scale of a page that would have more than ``pixels`` pixels. PDFium is not thread-safe: every
+in-process call goes through one lock.
 """
 
 from __future__ import annotations
 
 import io
+import math
+import os
+import queue
 import threading
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from PIL import Image, ImageDraw
 
+from sourcepage.executor import LimitedPool
+from sourcepage.limits import RENDER_LIMITS, Limits
+
+#: page images rendered at once (one worker process each)
+RENDER_WORKERS = min(2, os.cpu_count() or 1)
 _pdfium_lock = threading.Lock()
+_pools: dict[Limits, queue.LifoQueue[LimitedPool]] = {}
+_pools_lock = threading.Lock()
 
 PASSAGE_FILL = (255, 214, 10, 80)  # translucent yellow
 TERM_FILL = (255, 140, 0, 110)  # translucent orange
@@ -87,11 +102,45 @@ def render_page(
     scale: float = 1.5,
     passage: str = "",
     terms: Iterable[str] = (),
-) -> tuple[bytes, dict[str, int]]:
-    """PNG bytes of page ``page_number`` (1-based) and counts of what was highlighted.
+    limits: Limits = RENDER_LIMITS,
+) -> tuple[bytes, dict[str, Any]]:
+    """PNG bytes of page ``page_number`` (1-based) and what was highlighted
+    (``passage_boxes``, ``term_boxes``) at which ``scale``, rendered in a worker
+    process under ``limits``.
 
-    IndexError when the PDF has no such page.
+    IndexError when the PDF has no such page; LimitExceeded when the page broke the
+    memory or time limit.
     """
+    job = (str(pdf_path), page_number, scale, passage, tuple(sorted(set(terms))), limits.pixels)
+    with _pools_lock:
+        free = _pools.get(limits)
+        if free is None:
+            free = _pools[limits] = queue.LifoQueue()
+            for _ in range(RENDER_WORKERS):
+                free.put(LimitedPool(1, limits, ("sourcepage.service.render",)))
+    pool = free.get()  # waits while every worker renders
+    try:
+        return pool.map(render_job, [job])[0]
+    finally:
+        free.put(pool)
+
+
+def render_job(job: tuple[str, int, float, str, tuple[str, ...], int]) -> tuple[bytes, dict[str, Any]]:
+    """:func:`render_in_process` of one ``(path, page, scale, passage, terms, max_pixels)``."""
+    path, n, scale, passage, terms, max_pixels = job
+    return render_in_process(Path(path), n, scale=scale, passage=passage, terms=terms, max_pixels=max_pixels)
+
+
+def render_in_process(
+    pdf_path: Path,
+    page_number: int,
+    *,
+    scale: float = 1.5,
+    passage: str = "",
+    terms: Iterable[str] = (),
+    max_pixels: int = RENDER_LIMITS.pixels,
+) -> tuple[bytes, dict[str, Any]]:
+    """:func:`render_page` in this process, without the memory and time limits."""
     with _pdfium_lock:
         pdf = pdfium.PdfDocument(str(pdf_path))
         try:
@@ -99,6 +148,9 @@ def render_page(
                 raise IndexError(f"the PDF has {len(pdf)} pages, not {page_number}")
             page = pdf[page_number - 1]
             left, bottom, right, top = page.get_cropbox()
+            area = max(1.0, abs(right - left) * abs(top - bottom))
+            if area * scale * scale > max_pixels:  # a huge page: fewer pixels per point
+                scale = math.sqrt(max_pixels / area)
             image = page.render(scale=scale, rotation=0).to_pil().convert("RGBA")
             tp = page.get_textpage()
             chars = _page_chars(tp)
@@ -139,4 +191,5 @@ def render_page(
     out = Image.alpha_composite(image, overlay).convert("RGB")
     buf = io.BytesIO()
     out.save(buf, format="PNG", optimize=False)
-    return buf.getvalue(), {"passage_boxes": len(passage_boxes), "term_boxes": len(term_boxes)}
+    info = {"passage_boxes": len(passage_boxes), "term_boxes": len(term_boxes), "scale": round(scale, 4)}
+    return buf.getvalue(), info

@@ -1,6 +1,7 @@
 """The reviewer log (:mod:`sourcepage.support.review`) over HTTP: ``POST /reviews``,
 ``GET /reviews``, ``GET /reviews/export`` and the HTML ``/review-log``. The page view's
-form (:mod:`sourcepage.service.pages`) records through :func:`record_review` too.
+form (:mod:`sourcepage.service.pages`) records through :func:`record_review` too. A
+review is recorded only for the reviewer signed in (:mod:`sourcepage.service.auth`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 
 from sourcepage.records import parse_page_id
+from sourcepage.service.auth import require_writer
 from sourcepage.service.deps import DB, TEMPLATES, StorePath, Version
 from sourcepage.store.db import Store
 from sourcepage.support import review
@@ -51,8 +53,14 @@ def record_review(db: Store, store: Path, body: ReviewBody) -> review.Review:
         raise HTTPException(422, str(e)) from None
 
 
-@router.post("/reviews", tags=["reviews"], status_code=201, summary="Record a reviewer's decision")
-def post_review(body: ReviewBody, db: DB, store: StorePath) -> dict[str, Any]:
+@router.post(
+    "/reviews",
+    tags=["reviews"],
+    status_code=201,
+    summary="Record a reviewer's decision (needs that reviewer's token: Authorization: Bearer)",
+)
+def post_review(request: Request, body: ReviewBody, db: DB, store: StorePath) -> dict[str, Any]:
+    require_writer(request, body.reviewer)
     return record_review(db, store, body).as_dict()
 
 

@@ -1,9 +1,11 @@
 """Search: ``POST /search`` (spec §5, exactly :func:`sourcepage.api.search`'s dict) and
 the HTML search page ``/``.
 
-Searches run concurrently: the Searcher serialises its own index loading and building,
-and the store connection it reads is safe to share (``Store.read_only``). A search
-appends to ``answers.jsonl`` only when a JSON caller asks with ``"log": true``.
+Searches run concurrently: the Searcher serialises its own index loading, and the store
+connection it reads is safe to share (``Store.read_only``). A request never builds an
+index: a missing or stale one (after a re-ingest) answers 409 with the ``sourcepage
+index`` command to run. A search appends to ``answers.jsonl`` only when a JSON caller
+asks with ``"log": true``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from pydantic import BaseModel, Field
 from sourcepage import api
 from sourcepage.records import TEXT_VERSIONS, Document
 from sourcepage.retrieval.filters import check_filters
+from sourcepage.retrieval.index import IndexMissing
 from sourcepage.retrieval.methods import METHOD_GRAMMAR, available_methods, default_method, parse_method
+from sourcepage.service.auth import writer
 from sourcepage.service.deps import DB, FACETS, TEMPLATES, StorePath, Version, segments
 from sourcepage.store.db import Store
 
@@ -37,7 +41,9 @@ class SearchBody(BaseModel):
     filters: dict[str, str | int | list[str]] = Field(
         default_factory=dict, description="Manifest column -> value(s); year_from / year_to bound the year."
     )
-    log: bool = Field(False, description="Append the answer to the store's answers.jsonl.")
+    log: bool = Field(
+        False, description="Append the answer to the store's answers.jsonl (a write: needs a reviewer token)."
+    )
 
 
 def run_search(
@@ -60,15 +66,19 @@ def run_search(
         raise HTTPException(422, str(e)) from None
     try:
         return api.search(
-            question, store, method=method, k=k, version=version, filters=filters, log=log_answer
+            question, store, method=method, k=k, version=version, filters=filters, log=log_answer, build=False
         )
+    except IndexMissing as e:
+        raise HTTPException(409, str(e)) from None
     except RuntimeError as e:  # a method whose model or index is not available here
         log.warning("search failed: %s", e)
         raise HTTPException(503, str(e)) from None
 
 
 @router.post("/search", tags=["search"], summary="Rank the source pages for a question (spec §5)")
-def search(body: SearchBody, db: DB, store: StorePath) -> dict[str, Any]:
+def search(request: Request, body: SearchBody, db: DB, store: StorePath) -> dict[str, Any]:
+    if body.log:  # appending to answers.jsonl is a write
+        writer(request)
     return run_search(
         db, store, body.question, body.method, body.k, body.text_version, body.filters, body.log
     )

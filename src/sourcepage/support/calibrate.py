@@ -157,6 +157,22 @@ def labels(qs: Sequence[Question]) -> np.ndarray:
     return np.array([1 if q.answerability == "answerable" else 0 for q in qs], dtype=int)
 
 
+#: questions of each class (answerable; unsupported or out-of-domain) a calibration needs
+MIN_PER_CLASS = 2
+
+
+def check_classes(qs: Sequence[Question], source: str | Path = "the development questions") -> None:
+    """ValueError unless ``qs`` holds at least MIN_PER_CLASS answerable and MIN_PER_CLASS
+    unsupported or out-of-domain questions (checked before any work is done)."""
+    pos = sum(q.answerability == "answerable" for q in qs)
+    neg = len(qs) - pos
+    if pos < MIN_PER_CLASS or neg < MIN_PER_CLASS:
+        raise ValueError(
+            f"{source}: calibration needs at least {MIN_PER_CLASS} answerable and {MIN_PER_CLASS} "
+            f"unsupported or out-of-domain questions; it has {pos} answerable and {neg} others"
+        )
+
+
 def cross_validate(
     rows: Sequence[Mapping[str, float]],
     qs: Sequence[Question],
@@ -289,7 +305,9 @@ def run_calibration(
 ) -> CalibrationReport:
     """Compute the features of every development question (``progress(done, total)``
     after each), cross-validate, fit the policy on all questions and save it with the
-    version's indexes."""
+    version's indexes. ValueError before any work when a class is missing
+    (:func:`check_classes`)."""
+    check_classes(qs)
     searcher = Searcher(store, version)
     feats: list[dict[str, float]] = []
     tops_a: list[float] = []
