@@ -15,7 +15,7 @@ from sourcepage.retrieval.index import build_indexes
 @pytest.fixture(scope="session")
 def indexed_template(safety_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = Path(shutil.copytree(safety_store, tmp_path_factory.mktemp("indexed_template") / "store"))
-    build_indexes(store, "raw", ["bm25"])
+    build_indexes(store, "raw", ["bm25", "dense"])
     return store
 
 

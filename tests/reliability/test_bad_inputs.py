@@ -98,7 +98,7 @@ def bad_pdf_ingest(safety_corpus: Path, tmp_path_factory: pytest.TempPathFactory
     _add_documents(corpus, bad)
     store = root / "store"
     report = ingest(corpus, store, workers=2, limits=LIMITS)
-    build_indexes(store, "raw", ["bm25"])
+    build_indexes(store, "raw", ["bm25", "dense"])
     return report, store
 
 
@@ -122,11 +122,11 @@ def test_the_good_documents_are_served(bad_pdf_ingest) -> None:
 
 
 def test_a_document_over_the_time_limit_is_skipped(fresh_corpus: Path, tmp_path: Path) -> None:
-    # 40,000 blank pages take seconds to read (0.15 ms a page here); the others, milliseconds
-    slow = K.blank_pages_pdf(fresh_corpus / "pdf" / "slow.pdf", 40000)
+    # 100,000 blank pages take seconds to read (0.03–0.15 ms a page here); the others, milliseconds
+    slow = K.blank_pages_pdf(fresh_corpus / "pdf" / "slow.pdf", 100_000)
     _add_documents(fresh_corpus, {"slow": slow})
-    report = ingest(fresh_corpus, tmp_path / "store", limits=Limits(seconds=1.5, pages=100_000))
-    assert "stopped at the time limit of 1.5 s" in report.failed["slow"]
+    report = ingest(fresh_corpus, tmp_path / "store", limits=Limits(seconds=0.5, pages=200_000))
+    assert "stopped at the time limit of 0.5 s" in report.failed["slow"]
     assert set(report.failed) == {"slow"} and len(report.extracted) == 4
 
 
@@ -382,7 +382,7 @@ def api(safety_store: Path, tmp_path_factory: pytest.TempPathFactory):
     import shutil
 
     store = Path(shutil.copytree(safety_store, tmp_path_factory.mktemp("api") / "store"))
-    build_indexes(store, "raw", ["bm25"])
+    build_indexes(store, "raw", ["bm25", "dense"])
     with TestClient(create_app(store), base_url=LOCAL) as c:
         yield c
 
@@ -435,7 +435,7 @@ def test_a_request_never_builds_an_index(plain_store: Path) -> None:
 
 
 def test_the_service_notices_a_reingest(fresh_corpus: Path, fresh_store: Path) -> None:
-    build_indexes(fresh_store, "raw", ["bm25"])
+    build_indexes(fresh_store, "raw", ["bm25", "dense"])
     with TestClient(create_app(fresh_store), base_url=LOCAL) as c:
         first = c.post("/search", json={"question": "hearing protection ear defenders", "k": 3}).json()
         assert first["results"][0]["doc_id"] == "hse_ppe_at_work"
@@ -445,7 +445,7 @@ def test_the_service_notices_a_reingest(fresh_corpus: Path, fresh_store: Path) -
         stale = c.post("/search", json={"question": "hearing protection ear defenders", "k": 3})
         assert stale.status_code == 409 and "sourcepage index" in stale.json()["error"]
         assert c.get("/pages/hse_ppe_at_work%23p2").status_code == 404
-        build_indexes(fresh_store, "raw", ["bm25"])
+        build_indexes(fresh_store, "raw", ["bm25", "dense"])
         again = c.post("/search", json={"question": "hearing protection ear defenders", "k": 10}).json()
         assert again["results"] and all(r["doc_id"] != "hse_ppe_at_work" for r in again["results"])
 

@@ -220,7 +220,8 @@ def test_page_image_highlights_passage_and_words(client: TestClient) -> None:
     assert plain.content != marked.content
     # a cleaned chunk (header removed, hyphenation repaired) is still found on the page
     cleaned = client.post(
-        "/search", json={"question": "energy isolating device", "k": 1, "text_version": "cleaned"}
+        "/search",
+        json={"question": "energy isolating device", "k": 1, "text_version": "cleaned", "method": "bm25"},
     ).json()["results"][0]
     r = client.get(
         f"/pages/{pid(cleaned['page'])}/image", params={"chunk": cleaned["chunk_id"], "version": "cleaned"}
