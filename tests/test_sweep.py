@@ -17,7 +17,8 @@ import pytest
 from sourcepage.evaluation import stats as S
 from sourcepage.evaluation.grid import Grid, affected_runs, study_grid
 from sourcepage.evaluation.runner import run_benchmark
-from sourcepage.evaluation.sweep import CellBenchmark, SweepError, run_sweep
+from sourcepage.evaluation.sweep import SweepError, run_sweep
+from sourcepage.evaluation.sweep_cell import CellBenchmark
 from sourcepage.executor import make_executor
 from sourcepage.ingest import ingest
 
@@ -229,10 +230,12 @@ def test_resume_after_kill(
         "--grid", str(tmp_path / "grid.yaml"), "--executor", "inline",
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as f:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=f)
+    deadline = time.monotonic() + 300
     while not list((out / "cells").glob("*/run.json")):
-        assert proc.poll() is None and time.monotonic() < deadline, "the sweep ended before a cell finished"
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.wait()

@@ -1,7 +1,8 @@
 """``sourcepage sweep``: a grid of settings (evaluation.grid) on one question set, resumable.
 
 Every cell is one call of the experiment runner (evaluation.runner) with the
-:class:`CellBenchmark` adapter, over the runs the cell changes. Work is shared:
+:class:`~sourcepage.evaluation.sweep_cell.CellBenchmark` adapter, over the runs the cell
+changes. Work is shared:
 
 - **extraction once**: the first store (per extraction engine) is ingested from the
   corpus; every other text setting starts from a copy of its database and is re-chunked
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -43,19 +43,18 @@ from pathlib import Path
 from typing import Any
 
 from sourcepage.corpus.manifest import sha256_file
-from sourcepage.evaluation.experiment import Design, QuestionsBenchmark
+from sourcepage.evaluation.experiment import Design
 from sourcepage.evaluation.grid import DEFAULT_ID, Cell, Grid, affected_runs, index_key, study_grid, text_key
 from sourcepage.evaluation.questions import read_questions
-from sourcepage.evaluation.runner import Context, Prepared, Progress, run_benchmark
+from sourcepage.evaluation.sweep_cell import cell_job, index_job, text_job
 from sourcepage.executor import Executor, make_executor
-from sourcepage.ingest import IngestReport, ingest
-from sourcepage.retrieval.index import build_index, load_index
+from sourcepage.ingest import ingest
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.settings import IndexSettings
-from sourcepage.store.db import DB_NAME, Store
-from sourcepage.store.files import write_json, write_text
+from sourcepage.store.db import DB_NAME
+from sourcepage.store.files import write_json
 
-__all__ = ["CellBenchmark", "SweepError", "SweepProgress", "run_sweep"]
+__all__ = ["SweepError", "SweepProgress", "run_sweep"]
 
 Key = tuple[str, str]
 
@@ -100,112 +99,6 @@ class Session:
     phases: dict[str, float] = field(default_factory=dict)
     cells_run: int = 0
     cells_reused: int = 0
-
-
-# --------------------------------------------------------------------------- the cell adapter
-
-
-class CellBenchmark(QuestionsBenchmark):
-    """The runner's adapter for one sweep cell: the questions on a prepared store view
-    (no ingest), the cell's runs only, no answerability study and no figures."""
-
-    keep_searchers = False
-
-    def __init__(self, corpus: Path, questions: Path, cell: dict[str, Any], runs: Sequence[Key]) -> None:
-        design = Design.from_dict(cell["settings"], f"cell {cell['id']}")
-        design.blocks = [([v], [m]) for v, m in runs]
-        super().__init__(corpus, questions, design)
-        self.cell = cell
-
-    def prepare(self, store: Path, progress: Progress | None) -> Prepared:
-        t0 = time.perf_counter()
-        st = Store(store)
-        try:
-            self.questions = read_questions(self.questions_path, known_pages=st.page_ids())
-            self.ingest_report = IngestReport(store=str(store), engine=self.design.engine)
-            self.ingest_report.chunks = st.chunk_counts()
-        except BaseException:
-            st.close()
-            raise
-        self.by_id = {q.id: q for q in self.questions}
-        queries = {q.id: q.question for q in self.questions}
-        from sourcepage.evaluation.relevance import Qrels
-
-        return Prepared(st, queries, Qrels.from_questions(self.questions), time.perf_counter() - t0)
-
-    def extra_outputs(self, ctx: Context) -> None:
-        ctx.extra.update(support=None, figures=[])
-
-    def run_info(self, ctx: Context) -> dict[str, Any]:
-        info = super().run_info(ctx)
-        info["sweep_cell"] = {k: self.cell[k] for k in ("id", "factor", "label", "overrides", "key")}
-        return info
-
-    def report(self, ctx: Context, run_info: Any) -> None:
-        c = self.cell
-        names = list(self.metrics)
-        lines = [
-            f"# Sweep cell `{c['id']}`",
-            "",
-            f"Factor **{c['factor']}**, level **{c['label']}**; overrides `{json.dumps(c['overrides'])}`.",
-            f"{len(ctx.evaluated)} answerable questions of `{self.questions_path.name}`; "
-            "runs this cell does not change are the default cell's.",
-            "",
-            "| version | method | " + " | ".join(names) + " |",
-            "|---|---|" + "---|" * len(names),
-        ]
-        for r in ctx.metrics["runs"]:
-            lines.append(
-                f"| {r['text_version']} | {r['method']} | " + " | ".join(f"{r[n]:.3f}" for n in names) + " |"
-            )
-        write_text(ctx.out / "report.md", "\n".join(lines) + "\n")
-
-
-# --------------------------------------------------------------------------- jobs (module level: picklable)
-
-
-def _text_job(job: tuple[str, str, str, str, dict[str, Any]]) -> dict[str, Any]:
-    """Make the store of one text setting from the base store's copy; no extraction."""
-    base, target, corpus, engine, settings = job
-    from sourcepage.text.versions import TextSettings
-
-    target_p = Path(target)
-    if not (target_p / DB_NAME).exists():
-        src = Store(base)
-        try:
-            src.copy_to(target_p)
-        finally:
-            src.close()
-    rep = ingest(corpus, target_p, engine=engine, settings=TextSettings.from_dict(settings), workers=1)
-    info = {"extracted": rep.extracted, "rebuilt": len(rep.rebuilt), "chunks": rep.chunks}
-    write_json(target_p / "ready.json", {"text_settings": settings, "engine": engine, **info})
-    return info
-
-
-def _index_job(job: tuple[str, str, str, IndexSettings]) -> float:
-    """Build one index through a view unless a fresh one is there; returns seconds spent."""
-    view, version, name, settings = job
-    t0 = time.perf_counter()
-    st = Store(view)
-    try:
-        method = parse_method(name)
-        if load_index(st, version, method, settings) is None:
-            build_index(st, version, method, settings)
-    finally:
-        st.close()
-    return time.perf_counter() - t0
-
-
-def _cell_job(job: tuple[dict[str, Any], str, str, str, str, list[Key]]) -> dict[str, Any]:
-    """Run one cell with the experiment runner; its folder is made afresh."""
-    cell, corpus, questions, out, view, runs = job
-    t0 = time.perf_counter()
-    out_p = Path(out)
-    if out_p.exists():
-        shutil.rmtree(out_p)
-    bench = CellBenchmark(Path(corpus), Path(questions), cell, [tuple(r) for r in runs])  # type: ignore[misc]
-    metrics = run_benchmark(bench, out_p, store=view)
-    return {"id": cell["id"], "seconds": time.perf_counter() - t0, "runs": metrics["runs"]}
 
 
 # --------------------------------------------------------------------------- the sweep
@@ -364,7 +257,7 @@ class Sweep:
             for k, d in by_key.items()
             if not (paths[k] / "ready.json").exists()
         ]
-        self._rounds("text", _text_job, jobs, reused=len(by_key) - len(jobs))
+        self._rounds("text", text_job, jobs, reused=len(by_key) - len(jobs))
         return paths
 
     def views(self, jobs: Sequence[Job], stores: dict[str, Path]) -> dict[str, Path]:
@@ -384,7 +277,7 @@ class Sweep:
             views[j.cell.key] = view
         # the slowest builds first (LSA and dense before BM25), so rounds stay even
         order = sorted(builds.values(), key=lambda b: (b[2] == "bm25", b[1], b[0]))
-        self._rounds("indexes", _index_job, order)
+        self._rounds("indexes", index_job, order)
         return views
 
     def cells(self, phase: str, jobs: Sequence[Job], views: dict[str, Path]) -> dict[str, dict[str, Any]]:
@@ -410,7 +303,7 @@ class Sweep:
             )
             for j in todo
         ]
-        for j, r in zip(todo, self._rounds(phase, _cell_job, args, reused=len(done)), strict=True):
+        for j, r in zip(todo, self._rounds(phase, cell_job, args, reused=len(done)), strict=True):
             done[str(j.out)] = r
         self.session.cells_run += len(todo)
         self.session.cells_reused += len(jobs) - len(todo)

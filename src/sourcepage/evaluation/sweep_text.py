@@ -193,7 +193,8 @@ def report(res: Mapping[str, Any], grid_source: str) -> str:
         "",
         f"Wall time of the last session: {s['wall_s']:.1f} s with `{s['executor']}` ({s['workers']} "
         f"workers); {phases}; {s['cells_run']} cells run, {s['cells_reused']} reused from earlier "
-        f"sessions ({len(res['sessions'])} session{'s' if len(res['sessions']) != 1 else ''} in all).",
+        f"sessions ({len(res['sessions'])} session{'s' if len(res['sessions']) != 1 else ''}, "
+        f"{sum(x['wall_s'] for x in res['sessions']):.1f} s in all).",
         "",
         "## Which conclusions hold across the grid",
         "",
