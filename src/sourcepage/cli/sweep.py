@@ -116,27 +116,26 @@ def sweep(
 def _print(res: dict[str, Any], out_dir: Path) -> None:
     metric = res["metric"].upper()
     t = Table(title=f"Sweep — {metric} on {res['n_evaluated']} dev questions", title_justify="left")
-    for col in ("factor", "default", "best level", f"mean Δ{metric}", "beyond noise", "chosen"):
+    for col in ("factor", "default", "best level", f"mean Δ{metric}", "gains*", "losses*", "chosen"):
         t.add_column(col, no_wrap=True)
     chosen = {lv["factor"]: lv["label"] for lv in res["chosen"]["levels"]}
     for f in res["factors"]:
         best = max(f["levels"], key=lambda lv: (lv["gain"], lv["is_default"]))
         default = next((lv["label"] for lv in f["levels"] if lv["is_default"]), "–")
-        beyond = sum(
-            1
-            for lv in f["levels"]
-            for e in lv["runs"].values()
-            if e["affected"] and (e["ci"][0] > 0 or e["ci"][1] < 0)
-        )
+        changed = [e for lv in f["levels"] for e in lv["runs"].values() if e["affected"]]
         t.add_row(
             escape(f["name"]),
             escape(default),
             escape(best["label"]),
             f"{best['gain']:+.3f}",
-            str(beyond),
+            str(sum(e["ci"][0] > 0 for e in changed)),
+            str(sum(e["ci"][1] < 0 for e in changed)),
             escape(chosen.get(f["name"], "default")),
         )
     out.print(t)
+    out.print(
+        f"* paired comparisons (level × run) whose 95% bootstrap CI of Δ{metric} excludes 0", markup=False
+    )
     s = res["sessions"][-1]
     out.print(
         f"wall time {s['wall_s']:.1f} s ({s['executor']}, {s['workers']} workers; "

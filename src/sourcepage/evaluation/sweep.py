@@ -53,6 +53,7 @@ from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import DB_NAME
 from sourcepage.store.files import write_json
+from sourcepage.text.versions import TextSettings
 
 __all__ = ["SweepError", "SweepProgress", "run_sweep"]
 
@@ -232,28 +233,38 @@ class Sweep:
 
     # -- phases -------------------------------------------------------------------
     def stores(self, cells: Sequence[Cell]) -> dict[str, Path]:
-        """text key → store path: extraction once per engine, the rest re-chunked copies."""
+        """text key → store path: extraction once per engine (into the store of the first
+        text setting seen with it, recorded in cache/bases.json for later phases and
+        sessions), every other text setting a re-chunked copy of that store."""
         by_key: dict[str, Design] = {}
         for c in cells:
             by_key.setdefault(text_key(c.design), c.design)
         paths = {k: self.cache / "text" / k for k in by_key}
-        bases: dict[str, str] = {}
-        for k, d in by_key.items():
-            bases.setdefault(d.engine, k)
+        record = self.cache / "bases.json"
+        bases: dict[str, dict[str, Any]] = json.loads(record.read_text()) if record.exists() else {}
         t0 = time.perf_counter()
-        for engine, k in bases.items():
-            if not (paths[k] / "ready.json").exists():
+        for k, d in by_key.items():
+            base = bases.setdefault(d.engine, {"key": k, "text": d.text.as_dict()})
+            path = self.cache / "text" / base["key"]
+            if not (path / "ready.json").exists():
+                write_json(record, bases)
                 self._report("extract", 0, 1, 0.0, None, 0)
-                rep = ingest(self.corpus, paths[k], engine=engine, settings=by_key[k].text)
+                text = TextSettings.from_dict(base["text"])
+                rep = ingest(self.corpus, path, engine=d.engine, settings=text)
                 write_json(
-                    paths[k] / "ready.json",
-                    {"text_settings": by_key[k].text.as_dict(), "engine": engine, "extracted": rep.extracted},
+                    path / "ready.json",
+                    {"text_settings": base["text"], "engine": d.engine, "extracted": rep.extracted},
                 )
                 self._report("extract", 1, 1, time.perf_counter() - t0, 0.0, 0)
         self.session.phases["extract"] = self.session.phases.get("extract", 0.0) + time.perf_counter() - t0
-        base_of = {k: paths[bases[d.engine]] for k, d in by_key.items()}
         jobs = [
-            (str(base_of[k]), str(paths[k]), str(self.corpus), d.engine, d.text.as_dict())
+            (
+                str(self.cache / "text" / bases[d.engine]["key"]),
+                str(paths[k]),
+                str(self.corpus),
+                d.engine,
+                d.text.as_dict(),
+            )
             for k, d in by_key.items()
             if not (paths[k] / "ready.json").exists()
         ]
@@ -280,18 +291,10 @@ class Sweep:
         self._rounds("indexes", index_job, order)
         return views
 
-    def cells(self, phase: str, jobs: Sequence[Job], views: dict[str, Path]) -> dict[str, dict[str, Any]]:
-        """Run the jobs not done yet; cell id → its metrics (from this run or from disk)."""
-        done: dict[str, dict[str, Any]] = {}
-        todo = []
-        for j in jobs:
-            prev = _finished(j)
-            if prev is not None:
-                done[str(j.out)] = prev
-                if phase == "cells":
-                    self._note(prev)
-            else:
-                todo.append(j)
+    def cells(
+        self, phase: str, todo: Sequence[Job], views: dict[str, Path], reused: int
+    ) -> list[dict[str, Any]]:
+        """Run the cells of ``todo``; their metrics, in order."""
         args = [
             (
                 j.cell.as_dict(),
@@ -303,16 +306,25 @@ class Sweep:
             )
             for j in todo
         ]
-        for j, r in zip(todo, self._rounds(phase, cell_job, args, reused=len(done)), strict=True):
-            done[str(j.out)] = r
+        return self._rounds(phase, cell_job, args, reused=reused)
+
+    def run(self, phase: str, jobs: list[Job]) -> None:
+        """Run the jobs not finished before; stores, views and indexes only for those."""
+        todo = []
+        for j in jobs:
+            prev = _finished(j)
+            if prev is None:
+                todo.append(j)
+            elif phase == "cells":
+                self._note(prev)
         self.session.cells_run += len(todo)
         self.session.cells_reused += len(jobs) - len(todo)
-        return done
-
-    def run(self, phase: str, jobs: list[Job]) -> dict[str, dict[str, Any]]:
-        stores = self.stores([j.cell for j in jobs])
-        views = self.views(jobs, stores)
-        return self.cells(phase, jobs, views)
+        if not todo:
+            self._report(phase, len(jobs), len(jobs), 0.0, 0.0, len(jobs))
+            return
+        stores = self.stores([j.cell for j in todo])
+        views = self.views(todo, stores)
+        self.cells(phase, todo, views, len(jobs) - len(todo))
 
 
 def _finished(j: Job) -> dict[str, Any] | None:
