@@ -138,7 +138,8 @@ def _print(res: dict[str, Any], out_dir: Path) -> None:
     )
     s = res["sessions"][-1]
     out.print(
-        f"wall time {s['wall_s']:.1f} s ({s['executor']}, {s['workers']} workers; "
+        f"wall time {s['wall_s']:.1f} s + report {s.get('report_s', 0):.1f} s "
+        f"({s['executor']}, {s['workers']} workers; "
         f"{s['cells_run']} cells run, {s['cells_reused']} reused)",
         markup=False,
     )

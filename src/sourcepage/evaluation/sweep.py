@@ -403,4 +403,10 @@ def run_sweep(
     timings_path = out / "timings.json"
     sessions = json.loads(timings_path.read_text()) if timings_path.exists() else []
     write_json(timings_path, [*sessions, session_info])
-    return sweep_report.write(out, grid, spec, chosen, [*sessions, session_info])
+    t0 = time.perf_counter()
+    results = sweep_report.write(out, grid, spec, chosen, [*sessions, session_info])
+    # the report's own time (bootstrap CIs, figures) is known only once it is written
+    session_info["report_s"] = round(time.perf_counter() - t0, 3)
+    write_json(timings_path, [*sessions, session_info])
+    results["sessions"][-1]["report_s"] = session_info["report_s"]
+    return results

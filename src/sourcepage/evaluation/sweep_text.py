@@ -191,8 +191,9 @@ def report(res: Mapping[str, Any], grid_source: str) -> str:
         f"{_m(metric)} on these questions; paired bootstrap CIs with {res['bootstrap_resamples']} "
         f"resamples, seed {res['seed']}.",
         "",
-        f"Wall time of the last session: {s['wall_s']:.1f} s with `{s['executor']}` ({s['workers']} "
-        f"workers); {phases}; {s['cells_run']} cells run, {s['cells_reused']} reused from earlier "
+        f"Wall time of the last session before this report: {s['wall_s']:.1f} s with "
+        f"`{s['executor']}` ({s['workers']} workers); {phases}; {s['cells_run']} cells run, "
+        f"{s['cells_reused']} reused from earlier "
         f"sessions ({len(res['sessions'])} session{'s' if len(res['sessions']) != 1 else ''}, "
         f"{sum(x['wall_s'] for x in res['sessions']):.1f} s in all).",
         "",
