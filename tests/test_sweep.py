@@ -112,6 +112,7 @@ def swept(safety_corpus: Path, splits: tuple[Path, Path], tmp_path_factory: pyte
         test=splits[1],
         executor=make_executor("inline"),
         progress=events.append,
+        keep_indexes=True,
     )
     cells = [e for e in events if e.phase == "cells"]
     assert cells[-1].done == cells[-1].total == 8 and cells[-1].best
@@ -244,6 +245,7 @@ def test_resume_after_kill(
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert all(p.stat().st_mtime_ns == t for p, t in done.items())  # not run again
+    assert not (out / "cache" / "indexes").exists()  # deleted once every cell is done
     session = json.loads((out / "timings.json").read_text())[-1]
     assert session["cells_reused"] == len(done) and session["cells_run"] == 8 - len(done) + (
         len(list((out / "test").glob("*/run.json"))) + (out / "cells" / "chosen").exists()

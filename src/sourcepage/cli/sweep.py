@@ -85,6 +85,10 @@ def sweep(
         str | None, typer.Option("--ray-address", help="Address of a running Ray cluster to join.")
     ] = None,
     bootstrap: Annotated[int | None, typer.Option(help="Bootstrap resamples (default: the grid's).")] = None,
+    keep_indexes: Annotated[
+        bool,
+        typer.Option("--keep-indexes", help="Keep the cells' indexes after the sweep (default: delete)."),
+    ] = False,
 ) -> None:
     """Sweep a grid of settings on dev questions, choose settings, report the test split once."""
     from sourcepage.evaluation.grid import Grid, merge, study_grid
@@ -105,7 +109,9 @@ def sweep(
         fail(str(e))
     try:
         with _Bar() as bar:
-            res = run_sweep(corpus, questions, out_dir, g, test=test, executor=ex, progress=bar)
+            res = run_sweep(
+                corpus, questions, out_dir, g, test=test, executor=ex, progress=bar, keep_indexes=keep_indexes
+            )
     except (SweepError, ValueError, OSError) as e:
         fail(str(e))
     finally:

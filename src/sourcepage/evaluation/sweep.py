@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -351,10 +352,13 @@ def run_sweep(
     test: str | Path | None = None,
     executor: Executor | None = None,
     progress: ProgressFn | None = None,
+    keep_indexes: bool = False,
 ) -> dict[str, Any]:
     """Run (or continue) the sweep of ``grid`` (default: the study's) on ``questions``
     (the dev split) over ``corpus`` into ``out``; choose settings on it; then, with
-    ``test``, evaluate the default and the chosen cell on the test split once. Writes the
+    ``test``, evaluate the default and the chosen cell on the test split once. Once every
+    cell is done the indexes are deleted (a finished cell never reads them again; the LSA
+    indexes of a large corpus take gigabytes) unless ``keep_indexes``. Writes the
     report (evaluation.sweep_report) and returns results.json's data."""
     from sourcepage.evaluation import sweep_report
 
@@ -391,6 +395,8 @@ def run_sweep(
     finally:
         if executor is None:
             ex.close()
+    if not keep_indexes:
+        shutil.rmtree(out / "cache" / "indexes", ignore_errors=True)
     session_info = {
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "executor": session.executor,
