@@ -164,6 +164,7 @@ def export(run_dir: str | Path, out: str | Path) -> dict[str, Any]:
             zi.compress_type = zipfile.ZIP_DEFLATED
             zi.external_attr = 0o644 << 16
             z.writestr(zi, data)
+    out.chmod(0o644)  # a package is for others to read (the temporary file was private)
     return manifest
 
 

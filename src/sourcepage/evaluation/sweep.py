@@ -186,22 +186,36 @@ class Sweep:
         self.best: tuple[float, str] | None = None
         self.metric = "mrr"
 
-    def _rounds(self, phase: str, fn: Callable[[Any], Any], jobs: list[Any], reused: int = 0) -> list[Any]:
-        """``fn`` over ``jobs`` in rounds of ``workers``, reporting progress after each."""
+    def _rounds(
+        self,
+        phase: str,
+        fn: Callable[[Any], Any],
+        jobs: list[Any],
+        reused: int = 0,
+        kind: Callable[[Any], str] = lambda job: "",
+    ) -> list[Any]:
+        """``fn`` over ``jobs`` in rounds of ``workers``, reporting progress after each. Time
+        left: every remaining job at the mean round time of the jobs of its ``kind`` done so
+        far (an LSA build is not a BM25 build), or of all jobs done, over the workers."""
         t0, results = time.perf_counter(), []
         size = max(1, self.ex.workers)
         total = len(jobs) + reused
+        seen: dict[str, list[float]] = {}
         self._report(phase, reused, total, 0.0, None, reused)
         for i in range(0, len(jobs), size):
+            t1 = time.perf_counter()
             part = self.ex.map(fn, jobs[i : i + size])
+            for job in jobs[i : i + size]:
+                seen.setdefault(kind(job), []).append(time.perf_counter() - t1)
             results.extend(part)
             if phase == "cells":
                 for r in part:
                     self._note(r)
             done = i + len(part)
+            every = [t for ts in seen.values() for t in ts]
+            left = sum(sum(seen.get(kind(j), every)) / len(seen.get(kind(j), every)) for j in jobs[done:])
             elapsed = time.perf_counter() - t0
-            eta = elapsed / done * (len(jobs) - done)
-            self._report(phase, reused + done, total, elapsed, eta, reused)
+            self._report(phase, reused + done, total, elapsed, left / size, reused)
         self.session.phases[phase] = self.session.phases.get(phase, 0.0) + time.perf_counter() - t0
         return results
 
@@ -289,7 +303,7 @@ class Sweep:
             views[j.cell.key] = view
         # the slowest builds first (LSA and dense before BM25), so rounds stay even
         order = sorted(builds.values(), key=lambda b: (b[2] == "bm25", b[1], b[0]))
-        self._rounds("indexes", index_job, order)
+        self._rounds("indexes", index_job, order, kind=lambda job: job[2])
         return views
 
     def cells(
