@@ -26,7 +26,7 @@ def _cell_text(entry: Mapping[str, Any], metric: str) -> str:
 
 def _limit(factor: Mapping[str, Any]) -> float:
     deltas = [abs(e["delta"]) for lv in factor["levels"] for e in lv["runs"].values()]
-    return max([0.02, *deltas])
+    return max([0.05, *deltas])  # a small change stays pale: the colour scale is at least ±0.05
 
 
 def _draw(ax: Any, grid: np.ndarray, text: list[list[str]], frame: tuple[int, int] | None, lim: float) -> Any:
