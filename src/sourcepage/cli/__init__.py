@@ -7,6 +7,8 @@ One module per stage, each only parsing options, calling the library and printin
 - ``labels``: judge, calibrate, reviews
 - ``serve``: serve, reviewer (add / remove / list)
 - ``evaluation``: eval, bench
+- ``sweep``: sweep
+- ``package``: export, verify
 
 ``_common`` holds the consoles, the progress bar and ``fail``.
 """
@@ -20,7 +22,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import typer  # noqa: E402
 
-from sourcepage.cli import corpus, evaluation, labels, retrieval, serve  # noqa: E402
+from sourcepage.cli import corpus, evaluation, labels, package, retrieval, serve, sweep  # noqa: E402
 
 __all__ = ["app", "main"]
 
@@ -41,6 +43,9 @@ app.add_typer(serve.reviewer_app, name="reviewer")
 app.command()(labels.reviews)
 app.command("eval")(evaluation.eval_)
 app.command()(evaluation.bench)
+app.command()(sweep.sweep)
+app.command()(package.export)
+app.command()(package.verify)
 
 
 def main() -> None:

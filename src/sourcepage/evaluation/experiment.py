@@ -40,6 +40,7 @@ from sourcepage.evaluation.runner import (
 )
 from sourcepage.ingest import ingest
 from sourcepage.records import Question
+from sourcepage.retrieval.fusion import RRF_K
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.retrieval.tokenize import TokenizerConfig
@@ -77,6 +78,7 @@ class Design:
     engine: str = "pypdfium2"
     seed: int = 42
     bootstrap: int = 20000
+    rrf_k: int = RRF_K
 
     def runs(self) -> list[tuple[str, str]]:
         """Unique (version, canonical method) pairs in design order."""
@@ -108,49 +110,87 @@ class Design:
         self.runs()
         return self
 
+    def as_dict(self) -> dict[str, Any]:
+        """The design as experiment.yaml keys (``from_dict`` reads it back)."""
+        return {
+            "design": [{"versions": list(v), "methods": list(m)} for v, m in self.blocks],
+            "chunk": self.text.chunk.as_dict(),
+            "clean": self.text.clean.as_dict(),
+            "enrich_fields": list(self.text.enrich_fields),
+            "bm25": {"k1": self.index.k1, "b": self.index.b, "variant": self.index.bm25_variant},
+            "lsa": {"dims": self.index.lsa_dims},
+            "rrf": {"k": self.rrf_k},
+            "tokenizer": self.index.tokenizer.as_dict(),
+            "engine": self.engine,
+            "seed": self.seed,
+            "bootstrap": self.bootstrap,
+        }
+
     @classmethod
     def from_yaml(cls, path: str | Path) -> Design:
         """Read an experiment.yaml (keys: design, chunk, clean, enrich_fields, bm25, lsa,
-        tokenizer, engine, seed, bootstrap); unknown keys are an error naming them."""
+        rrf, tokenizer, engine, seed, bootstrap); unknown keys are an error naming them."""
         import yaml
 
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        known = {
-            "design",
-            "chunk",
-            "clean",
-            "enrich_fields",
-            "bm25",
-            "lsa",
-            "tokenizer",
-            "engine",
-            "seed",
-            "bootstrap",
-        }
-        bad = sorted(set(raw) - known)
+        return cls.from_dict(yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}, str(path))
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], where: str = "experiment") -> Design:
+        """A design from experiment.yaml keys (missing keys keep their defaults); ValueError
+        names ``where`` and the unknown or bad key."""
+        bad = sorted(set(raw) - set(_SECTIONS))
         if bad:
-            raise ValueError(f"{path}: unknown keys {bad}; known: {sorted(known)}")
+            raise ValueError(f"{where}: unknown keys {bad}; known: {sorted(_SECTIONS)}")
+        for key, allowed in _SECTIONS.items():
+            if allowed and key in raw:
+                if not isinstance(raw[key], Mapping):
+                    raise ValueError(f"{where}: {key} must be a mapping of {sorted(allowed)}")
+                extra = sorted(set(raw[key]) - allowed)
+                if extra:
+                    raise ValueError(f"{where}: unknown keys {extra} in {key}; known: {sorted(allowed)}")
         d = cls()
-        if "design" in raw:
-            d.blocks = [(_list(b["versions"]), _list(b["methods"])) for b in raw["design"]]
-        d.text = TextSettings(
-            CleanConfig(**raw.get("clean", {})),
-            ChunkConfig(**raw.get("chunk", {})),
-            tuple(raw.get("enrich_fields", DEFAULT_ENRICH_FIELDS)),
-        )
-        bm, lsa, tok = raw.get("bm25", {}), raw.get("lsa", {}), raw.get("tokenizer", {})
-        d.seed = int(raw.get("seed", 42))
-        d.index = IndexSettings(
-            TokenizerConfig(**tok),
-            float(bm.get("k1", 1.5)),
-            float(bm.get("b", 0.75)),
-            bm.get("variant", "robertson"),
-            int(lsa.get("dims", 256)),
-            d.seed,
-        )
-        d.engine = raw.get("engine", "pypdfium2")
-        d.bootstrap = int(raw.get("bootstrap", 20000))
+        try:
+            if "design" in raw:
+                d.blocks = [(_list(b["versions"]), _list(b["methods"])) for b in raw["design"]]
+            d.text = TextSettings(
+                CleanConfig(**raw.get("clean", {})),
+                ChunkConfig(**raw.get("chunk", {})),
+                tuple(raw.get("enrich_fields", DEFAULT_ENRICH_FIELDS)),
+            )
+            bm, lsa, tok = raw.get("bm25", {}), raw.get("lsa", {}), raw.get("tokenizer", {})
+            d.seed = int(raw.get("seed", 42))
+            d.index = IndexSettings(
+                TokenizerConfig(**tok),
+                float(bm.get("k1", 1.5)),
+                float(bm.get("b", 0.75)),
+                bm.get("variant", "robertson"),
+                int(lsa.get("dims", 256)),
+                d.seed,
+            )
+            d.rrf_k = int(raw.get("rrf", {}).get("k", RRF_K))
+            d.engine = raw.get("engine", "pypdfium2")
+            d.bootstrap = int(raw.get("bootstrap", 20000))
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"{where}: {type(e).__name__}: {e}") from None
+        if d.rrf_k < 1:
+            raise ValueError(f"{where}: rrf.k must be 1 or more, got {d.rrf_k}")
         return d
+
+
+#: experiment.yaml keys → the keys allowed inside them (empty: not a mapping)
+_SECTIONS: dict[str, set[str]] = {
+    "design": set(),
+    "chunk": {"size", "overlap", "mode", "scope"},
+    "clean": {"headers_footers", "dehyphenate", "whitespace"},
+    "enrich_fields": set(),
+    "bm25": {"k1", "b", "variant"},
+    "lsa": {"dims"},
+    "rrf": {"k"},
+    "tokenizer": {"stopwords", "stem"},
+    "engine": set(),
+    "seed": set(),
+    "bootstrap": set(),
+}
 
 
 def _list(v: str | Sequence[str]) -> list[str]:
@@ -227,6 +267,7 @@ class QuestionsBenchmark(Benchmark):
         self.runs = self.design.runs()
         self.index_settings = self.design.index
         self.bootstrap, self.seed = self.design.bootstrap, self.design.seed
+        self.searcher_options = {"rrf_k": self.design.rrf_k}
         self.questions: list[Question] = []
         self.by_id: dict[str, Question] = {}
 
@@ -321,12 +362,15 @@ class QuestionsBenchmark(Benchmark):
             "bootstrap_resamples": d.bootstrap,
             "depth": DEPTH,
             "design": [{"versions": v, "methods": m} for v, m in d.blocks],
+            "experiment": d.as_dict(),
             "runs": runs,
             "text_settings": d.text.as_dict(),
             "index_settings": {
                 m: d.index.for_method(parse_method(m))
                 for m in sorted({b.name for _, m in runs for b in parse_method(m).bases()})
             },
+            "rrf_k": d.rrf_k,
+            "chunk_fingerprints": _fingerprints(ctx),
             "engine": d.engine,
             "store": str(ctx.store),
             "packages": package_versions(),
@@ -365,6 +409,16 @@ class QuestionsBenchmark(Benchmark):
             run_info,
             ctx.extra["support"],
         )
+
+
+def _fingerprints(ctx: Context) -> dict[str, str]:
+    """text version → the fingerprint of the chunks the run ranked (export checks the store
+    still holds them)."""
+    st = Store(ctx.store)
+    try:
+        return {v: st.chunk_fingerprint(v) for v in dict.fromkeys(v for v, _ in ctx.runs)}
+    finally:
+        st.close()
 
 
 def run_experiment(

@@ -118,6 +118,8 @@ class Benchmark(ABC):
     docno_field: str | None = None
     #: keep every text version's Searcher until the extra outputs are written
     keep_searchers: bool = False
+    #: keyword options of every Searcher the runner opens (e.g. ``rrf_k``)
+    searcher_options: Mapping[str, Any] = {}
 
     @property
     def k(self) -> int:
@@ -296,7 +298,9 @@ def _rank(bench: Benchmark, st: Store, ctx: Context, progress: Progress | None) 
             if not bench.keep_searchers:
                 ctx.searchers.clear()
             cb = (lambda m, d, t, v=version: progress(f"embedding {v} {m}", d, t)) if progress else None
-            ctx.searchers[version] = Searcher(st, version, bench.index_settings, progress=cb)
+            ctx.searchers[version] = Searcher(
+                st, version, bench.index_settings, progress=cb, **bench.searcher_options
+            )
         s = ctx.searchers[version]
         t0 = time.perf_counter()
         s.rank(warmup, method, k=1)  # builds or loads the indexes

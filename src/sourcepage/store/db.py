@@ -67,6 +67,25 @@ class Store(DocumentTables, ChunkTables, EmbeddingTables, RunTables, BeirIdTable
     def close(self) -> None:
         self.conn.close()
 
+    def copy_to(self, dest: str | Path) -> Path:
+        """A copy of this store's database (not its indexes) as the new store ``dest``,
+        written to a temporary file and renamed, so ``dest`` is whole or absent. Used to
+        re-chunk under other text settings without extracting again."""
+        dest = Path(dest)
+        target = dest / DB_NAME
+        if target.exists():
+            raise StoreError(f"{dest} already holds a store")
+        dest.mkdir(parents=True, exist_ok=True)
+        tmp = dest / f".{DB_NAME}.tmp"
+        tmp.unlink(missing_ok=True)
+        conn = sqlite3.connect(tmp)
+        try:
+            self.conn.backup(conn)
+        finally:
+            conn.close()
+        tmp.replace(target)
+        return dest
+
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One SQLite transaction: committed on success, rolled back on any error."""
