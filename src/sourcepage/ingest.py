@@ -32,7 +32,7 @@ from sourcepage.corpus.extract import Extracted, ExtractionError
 from sourcepage.corpus.sources import BeirSource, Candidate, ManifestSource, Removed, Source
 from sourcepage.corpus.textfiles import extract_document
 from sourcepage.executor import Executor, make_executor
-from sourcepage.records import Document
+from sourcepage.records import TEXT_VERSIONS, Document
 from sourcepage.store.db import Store
 from sourcepage.text.versions import TextSettings, build_versions
 
@@ -234,6 +234,8 @@ def run(
         loop = _Loop(st, source, report, run_id, force, workers, progress, executor)
         try:
             loop.run()
+            for version in TEXT_VERSIONS:  # stored now, so that no search has to hash the chunks
+                st.chunk_fingerprint(version)
             report.chunks = st.chunk_counts()
             report.finish()
             report.wall_seconds = time.perf_counter() - t0

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -57,10 +57,41 @@ class LoadedIndex:
         """Chunk-level scores for ``query``."""
         return self.method.spec.scores(self.method, self.model, query, self.settings)  # type: ignore[union-attr]
 
+    def score_parts(self, query: str) -> list[np.ndarray]:
+        """Chunk-level scores in document-aligned parts (one part unless the method shards)."""
+        parts = getattr(self.method.spec, "score_parts", None)
+        if parts is None:
+            return [self.scores(query)]
+        return parts(self.method, self.model, query, self.settings)
+
     @cached_property
     def page_order(self) -> dict[str, int]:
         """page id → position in natural page order (the tie-break everywhere)."""
         return {p: i for i, p in enumerate(self.page_ids)}
+
+
+class ChunkTexts(Sequence[str]):
+    """The chunk texts of one version as a sequence: iterating streams them from the store
+    (bounded memory); indexing reads them all once."""
+
+    def __init__(self, store: Store, version: str, n: int):
+        self.store, self.version, self.n = store, version, n
+        self._all: list[str] | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[str]:
+        if self._all is not None:
+            yield from self._all
+            return
+        for _, text in self.store.iter_chunk_texts(self.version):
+            yield text
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        if self._all is None:
+            self._all = list(self)
+        return self._all[i]
 
 
 def index_dir(store: Store, version: str, method: Method) -> Path:
@@ -88,10 +119,12 @@ def build_index(
     if not method.is_base:
         raise ValueError(f"{method.name} has no index of its own; build its base methods")
     t0 = time.perf_counter()
-    chunks = store.chunks(version)
-    if not chunks:
+    generation = store.chunk_generation()
+    fingerprint = store.chunk_fingerprint(version)
+    chunk_ids = store.chunk_ids(version)
+    if not chunk_ids:
         raise ValueError(f"store {store.path} has no chunks for version {version!r}; ingest first")
-    texts = [c.text for c in chunks]
+    texts = ChunkTexts(store, version, len(chunk_ids))
     folder = index_dir(store, version, method)
     build_id = time.strftime("%Y%m%dT%H%M%S") + f"-{time.perf_counter_ns() % 10**9:09d}"
     tmp = folder / f".{build_id}.tmp"
@@ -99,14 +132,16 @@ def build_index(
     try:
         ctx = BuildContext(store.cached_embeddings, store.cache_embeddings, progress)
         method.spec.build(method, texts, tmp, settings, ctx)  # type: ignore[union-attr]
-        write_json(tmp / "chunks.json", [c.chunk_id for c in chunks])
+        write_json(tmp / "chunks.json", chunk_ids)
+        if store.chunk_generation() != generation:
+            raise RuntimeError(f"the chunks of {version!r} changed during the index build; build again")
         params = {
             "format": INDEX_FORMAT,
             "method": method.name,
             "kind": method.kind,
             "text_version": version,
-            "chunks": len(chunks),
-            "chunk_fingerprint": store.chunk_fingerprint(version),
+            "chunks": len(chunk_ids),
+            "chunk_fingerprint": fingerprint,
             "settings": settings.for_method(method),
             "build_seconds": round(time.perf_counter() - t0, 4),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
