@@ -64,7 +64,7 @@ def test_on_disk_postings_memory_mapped_and_equal(tmp_path: Path) -> None:
     disk = build_postings(tokens, bm25.Bm25Params().weigh, tmp_path / "ix", shard_docs=50)
     again = load_postings(tmp_path / "ix")
     assert not (tmp_path / "ix" / ".pass1").exists()  # scratch of the first pass removed
-    assert isinstance(again.shards[0].weights, np.memmap) and isinstance(again.df, np.memmap)
+    assert isinstance(again.shards[0].weights.base, np.memmap) and isinstance(again.df.base, np.memmap)
     assert [s.n_docs for s in again.shards] == [50, 50, 20] and again.n_docs == 120
     # global statistics: one df over every shard, exact mean length
     assert again.mean_length == sum(map(len, tokens)) / 120
@@ -132,12 +132,12 @@ def _collapse_reference(
     ]
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(46))
 def test_collapse_on_top_candidates_equals_full_collapse(seed: int) -> None:
     """Random scores with many ties (and mostly zeros), pages out of chunk order, masks,
     min_score, any depth, scores whole or in shards: the same hits as the full sort."""
     rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, 400))
+    n = int(rng.integers(1, 400)) if seed < 40 else int(rng.integers(5000, 12000))
     n_pages = int(rng.integers(1, n + 1))
     pages = rng.integers(0, n_pages, size=n)
     page_ids = [f"d#p{i + 1}" for i in range(n_pages)]

@@ -85,7 +85,7 @@ class SearchService:
             raise ValueError("the question is empty")
         s = self.searcher
         m = parse_method(method)
-        f = check_filters(filters, list(s.documents.values()))
+        f = check_filters(filters, s.documents.values())
         pol = self.policy
         t0 = time.perf_counter()
         depth = max(k, FEATURE_DEPTH) if pol and m.name in (pol.sparse, pol.semantic) else k

@@ -161,13 +161,33 @@ def _eval_beir(
 
 
 def bench(
-    corpus: Annotated[Path, typer.Option("--corpus", help="Corpus folder (manifest.csv + pdf/).")],
-    questions: Annotated[Path, typer.Option("--questions", help="questions.jsonl to time.")],
+    corpus: Annotated[
+        Path | None, typer.Option("--corpus", help="Corpus folder (manifest.csv + pdf/).")
+    ] = None,
+    questions: Annotated[Path | None, typer.Option("--questions", help="questions.jsonl to time.")] = None,
     store: StoreOpt = Path(".store"),
     repeats: Annotated[int, typer.Option(help="Repeats per measurement (medians reported).")] = 5,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON.")] = None,
+    scale: Annotated[
+        int | None,
+        typer.Option(help="Instead: a synthetic collection of N chunks, ingested, indexed and queried."),
+    ] = None,
+    beir: Annotated[
+        Path | None, typer.Option("--beir", help="With --scale: use this BEIR folder instead of generating.")
+    ] = None,
+    work: Annotated[
+        Path | None, typer.Option("--work", help="With --scale: folder for the collection and store.")
+    ] = None,
+    queries: Annotated[int, typer.Option(help="With --scale: questions to time.")] = 100,
+    peer: Annotated[bool, typer.Option(help="With --scale: also index and query bm25s.")] = True,
 ) -> None:
-    """Time extraction, BM25 index build and query latency here, next to the study's §3.8."""
+    """Time extraction, BM25 index build and query latency here, next to the study's §3.8;
+    or, with --scale N, build time, peak memory, disk and latency at N chunks beside bm25s."""
+    if scale is not None or beir is not None:
+        _bench_scale(scale, beir, work, queries, min(repeats, 3), peer, json_out)
+        return
+    if corpus is None or questions is None:
+        fail("give --corpus and --questions (or --scale N)")
     from sourcepage.evaluation.bench import run_bench
 
     try:
@@ -260,3 +280,66 @@ def _print_query(r: dict[str, Any]) -> None:
     rq = r["reference"]["query_ms"]
     t.add_row("study", *(f"{rq[k]:.3f}" for k in ("mean", "p50", "p95", "max")), "", "1.000", style="dim")
     out.print(t)
+
+
+def _bench_scale(
+    n: int | None,
+    beir: Path | None,
+    work: Path | None,
+    queries: int,
+    repeats: int,
+    peer: bool,
+    json_out: Path | None,
+) -> None:
+    from sourcepage.evaluation.scale import run_scale_bench
+
+    work = work or Path("out") / f"scale-{n if n is not None else beir.name if beir else 'beir'}"
+    try:
+        r = run_scale_bench(
+            n, work, beir, queries, repeats=repeats, peer=peer, progress=lambda s: err.print(f"[dim]{s}…[/]")
+        )
+    except (ValueError, OSError) as e:
+        fail(str(e))
+    ing, ix, q, b = r["ingest"], r["index"], r["query"], r["bm25s"]
+    t = Table(
+        title=f"BM25 at scale — {ix['chunks']} chunks, {r['settings']['queries']} questions, "
+        f"k={r['settings']['k']}",
+        title_justify="left",
+    )
+    for col in ("phase", "seconds", "peak MB", "disk MB", "p50 ms", "p95 ms"):
+        t.add_column(col, justify="left" if col == "phase" else "right")
+    mb = 1024 * 1024
+    t.add_row(
+        "ingest (store)",
+        f"{ing['seconds']:.1f}",
+        f"{ing['peak_mb']:.0f}",
+        f"{ing['store_bytes'] / mb:.0f}",
+        "",
+        "",
+    )
+    t.add_row(
+        f"BM25 index ({ix['shards']} shards)",
+        f"{ix['seconds']:.1f}",
+        f"{ix['peak_mb']:.0f}",
+        f"{ix['disk_bytes'] / mb:.0f}",
+        "",
+        "",
+    )
+    t.add_row(
+        f"query, page-level (load {q['load_ms']:.0f} ms)",
+        "",
+        f"{q['peak_mb']:.0f}",
+        "",
+        f"{q['p50']:.2f}",
+        f"{q['p95']:.2f}",
+    )
+    if b:
+        t.add_row("bm25s index (in memory)", f"{b['index_seconds']:.1f}", f"{b['peak_mb']:.0f}", "", "", "")
+        t.add_row("bm25s retrieve, chunk top-k", "", "", "", f"{b['p50']:.2f}", f"{b['p95']:.2f}")
+    out.print(t)
+    if b:
+        out.print(f"ours ÷ bm25s: p50 {b['x_ours_p50']:.2f}×, p95 {b['x_ours_p95']:.2f}×")
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(r, indent=2) + "\n", encoding="utf-8")
+        out.print(f"json: {json_out}", markup=False)

@@ -5,8 +5,9 @@ Pages are ranked by score descending; ties are broken by page id in natural orde
 equal inputs always give the same ranking.
 
 With a ``depth``, only the top candidates are collapsed, not every chunk: the m-th best
-eligible score T is found by partial selection (``np.partition``, per document-aligned
-part, then merged), the chunks scoring above T are kept, and of the chunks scoring
+eligible score T is found by partial selection over the values above a sampled estimate
+(over every document-aligned part; ``_mth_largest``), the chunks scoring above T are kept
+(part by part), and of the chunks scoring
 exactly T (often every chunk without a query term, score 0) only those of the pages
 that can still enter the ranking: the smallest page positions, since equal scores are
 ordered by page. A page's best chunk scores at least T if and only if it is among the
@@ -89,17 +90,12 @@ def _candidates(
     among them): every eligible chunk scoring above the m-th best eligible score T and the
     T-scoring chunks of the pages that can still rank (see the module docstring)."""
     plain = mask is None and min_score is None
-    tops: list[np.ndarray] = []
-    n_eligible = 0
-    for s, o in _offsets(parts):
-        vals = s if plain else s[_eligible(s, o, mask, min_score) - o]
-        n_eligible += len(vals)
-        tops.append(vals if len(vals) <= m else np.partition(vals, len(vals) - m)[len(vals) - m :])
-    top = np.concatenate(tops) if tops else np.zeros(0)
+    vals = [s if plain else s[_eligible(s, o, mask, min_score) - o] for s, o in _offsets(parts)]
+    n_eligible = sum(len(v) for v in vals)
     if n_eligible <= m:  # every eligible chunk is a candidate
         idx = np.concatenate([_eligible(s, o, mask, min_score) for s, o in _offsets(parts)])
         return idx, np.concatenate(parts)[idx] if idx.size else np.zeros(0), True
-    t = np.partition(top, len(top) - m)[len(top) - m]
+    t = _mth_largest(vals, n_eligible, m)
     above, ties = [], []
     for s, o in _offsets(parts):
         ok = s >= t
@@ -115,6 +111,9 @@ def _candidates(
     # of the T-scoring chunks keep those of the smallest page positions: enough pages for
     # the ranking even if every page already holding a higher chunk is among them
     want = depth + len(_first_of_each(chunk_pages[up]))
+    if len(tie) <= want:
+        idx = np.sort(np.concatenate([up, tie]))
+        return idx, _gather(parts, idx), False
     present = np.zeros(n_pages, dtype=bool)
     present[chunk_pages[tie]] = True
     chosen = np.flatnonzero(present)[:want]
@@ -124,6 +123,37 @@ def _candidates(
         tie = tie[present[chunk_pages[tie]]]
     idx = np.sort(np.concatenate([up, tie]))
     return idx, _gather(parts, idx), False
+
+
+#: values sampled (strided, deterministic) to estimate where the top candidates start
+SAMPLE = 4096
+
+
+def _mth_largest(vals: list[np.ndarray], n: int, m: int) -> float:
+    """The m-th largest of the values of ``vals`` (n of them, n > m), exactly.
+
+    A sorted strided sample gives a value ``est`` with about 8m values above it; the m-th
+    largest is then selected among the values above ``est`` only, a few hundred instead of
+    n (``np.partition`` over all of them is slow on the many equal scores of BM25: every
+    chunk without a query term scores 0). If fewer than m values exceed ``est``, it is the
+    answer when at least m reach it, else a lower sample value is tried."""
+    stride = max(1, n // SAMPLE)
+    sample = np.sort(np.concatenate([v[::stride] for v in vals]))
+    r = max(4, -(-8 * m * len(sample) // n))  # sample rank of the estimate, from the top
+    while True:
+        est = sample[max(0, len(sample) - r)]
+        above = [v[v > est] for v in vals]
+        n_above = sum(len(a) for a in above)
+        if n_above >= m:
+            a = np.concatenate(above)
+            return float(np.partition(a, n_above - m)[n_above - m])
+        if n_above + sum(int(np.count_nonzero(v == est)) for v in vals) >= m:
+            return float(est)
+        if r >= len(sample):
+            break
+        r *= 8
+    every = np.concatenate(vals)  # not reached unless values sit below every sampled one
+    return float(np.partition(every, n - m)[n - m])
 
 
 def _gather(parts: list[np.ndarray], idx: np.ndarray) -> np.ndarray:

@@ -43,7 +43,7 @@ class Searcher:
         self.rrf_k = rrf_k
         self.rrf_depth = rrf_depth
         self.progress = progress
-        self.documents: dict[str, Document] = {d.doc_id: d for d in self.store.documents()}
+        self.documents: Mapping[str, Document] = self.store.document_map()  # read on demand
         self._fingerprint: str | None = None
         self._indexes: dict[str, LoadedIndex] = {}
         self._lock = threading.Lock()
@@ -109,7 +109,7 @@ class Searcher:
     ) -> Ranking:
         """Ranked unique pages for ``query``; ``k=None`` ranks every candidate page."""
         m = parse_method(method) if isinstance(method, str) else method
-        f = check_filters(filters, list(self.documents.values()))
+        f = check_filters(filters, self.documents.values())  # read only when there are filters
         return Ranking(method=m.name, text_version=self.version, hits=tuple(self.ranked(m, query, k, f)))
 
     def term_df(self) -> tuple[Mapping[str, int], int]:
