@@ -180,9 +180,21 @@ def bench(
     ] = None,
     queries: Annotated[int, typer.Option(help="With --scale: questions to time.")] = 100,
     peer: Annotated[bool, typer.Option(help="With --scale: also index and query bm25s.")] = True,
+    load: Annotated[
+        bool, typer.Option("--load", help="Instead: load `sourcepage serve --store` on loopback.")
+    ] = False,
+    clients: Annotated[int, typer.Option(help="With --load: concurrent clients.")] = 32,
+    requests: Annotated[int, typer.Option(help="With --load: searches in total.")] = 2000,
+    workers: Annotated[int, typer.Option(help="With --load: server worker processes.")] = 2,
+    method: Annotated[str, typer.Option(help="With --load: the method searched.")] = "bm25",
 ) -> None:
     """Time extraction, BM25 index build and query latency here, next to the study's §3.8;
     or, with --scale N, build time, peak memory, disk and latency at N chunks beside bm25s."""
+    if load:
+        if questions is None:
+            fail("--load needs --questions (the questions sent)")
+        _bench_load(store, questions, method, workers, clients, requests, json_out)
+        return
     if scale is not None or beir is not None:
         _bench_scale(scale, beir, work, queries, min(repeats, 3), peer, json_out)
         return
@@ -343,3 +355,32 @@ def _bench_scale(
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(r, indent=2) + "\n", encoding="utf-8")
         out.print(f"json: {json_out}", markup=False)
+
+
+def _bench_load(
+    store: Path,
+    questions: Path,
+    method: str,
+    workers: int,
+    clients: int,
+    requests: int,
+    json_out: Path | None,
+) -> None:
+    from sourcepage.evaluation.load import serve_and_load
+    from sourcepage.evaluation.questions import read_questions
+
+    try:
+        qs = [q.question for q in read_questions(questions)]
+        r = serve_and_load(store, qs, method, workers, clients, requests)
+    except (ValueError, OSError, RuntimeError) as e:
+        fail(str(e))
+    out.print(
+        f"POST /search {method} on {escape(str(store))}: {r['workers']} worker(s), {r['clients']} clients, "
+        f"{r['requests']} requests in {r['seconds']:.1f} s = [bold]{r['requests_per_s']:.0f} requests/s[/]; "
+        f"latency p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, "
+        f"max {r['max_ms']:.0f} ms; errors {r['errors']} {escape(str(r['error_examples']))}",
+        highlight=False,
+    )
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(r, indent=2) + "\n", encoding="utf-8")

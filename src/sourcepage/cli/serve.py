@@ -21,11 +21,16 @@ def serve(
     questions: Annotated[
         Path | None, typer.Option("--questions", help="questions.jsonl to pool and judge on the web page.")
     ] = None,
+    workers: Annotated[
+        int, typer.Option(help="Worker processes (searches are CPU-bound: one per core; 1: this process).")
+    ] = 1,
 ) -> None:
     """Serve the JSON API and the reviewer web page (http://HOST:PORT/, API docs at /docs)."""
+    import os
+
     import uvicorn
 
-    from sourcepage.service.app import create_app
+    from sourcepage.service.app import ENV_CORPUS, ENV_QUESTIONS, ENV_STORE, create_app
     from sourcepage.store.db import StoreError
 
     try:
@@ -37,4 +42,18 @@ def serve(
     out.print(
         f"serving {store} on http://{host}:{port}/  (API docs: http://{host}:{port}/docs)", markup=False
     )
-    uvicorn.run(web, host=host, port=port, log_level="info")
+    if workers <= 1:
+        uvicorn.run(web, host=host, port=port, log_level="info")
+        return
+    # each worker process builds its own app (the factory reads these)
+    os.environ[ENV_STORE] = str(Path(store).resolve())
+    os.environ[ENV_CORPUS] = str(web.state.corpus or "")
+    os.environ[ENV_QUESTIONS] = str(Path(questions).resolve()) if questions else ""
+    uvicorn.run(
+        "sourcepage.service.app:app_from_env",
+        factory=True,
+        workers=workers,
+        host=host,
+        port=port,
+        log_level="warning",
+    )

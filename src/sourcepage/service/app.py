@@ -40,7 +40,7 @@ from sourcepage.service import documents, pages, reviews, search
 from sourcepage.service.deps import HERE, JUDGING, TEMPLATES, open_shared_store, readable, segments
 from sourcepage.store.db import Store
 
-__all__ = ["corpus_from_store", "create_app", "segments"]
+__all__ = ["app_from_env", "corpus_from_store", "create_app", "segments"]
 
 log = logging.getLogger("sourcepage.service")
 
@@ -119,6 +119,21 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         db, app.state.db = app.state.db, None
         if db is not None:
             db.close()
+
+
+#: environment variables that ``app_from_env`` reads (set by ``sourcepage serve --workers``)
+ENV_STORE, ENV_CORPUS, ENV_QUESTIONS = "SOURCEPAGE_STORE", "SOURCEPAGE_CORPUS", "SOURCEPAGE_QUESTIONS"
+
+
+def app_from_env() -> FastAPI:
+    """``create_app`` from ``SOURCEPAGE_STORE`` (and ``SOURCEPAGE_CORPUS``,
+    ``SOURCEPAGE_QUESTIONS``): the factory each worker process of ``sourcepage serve
+    --workers N`` calls, so that every worker serves the same store."""
+    import os
+
+    return create_app(
+        os.environ[ENV_STORE], os.environ.get(ENV_CORPUS) or None, os.environ.get(ENV_QUESTIONS) or None
+    )
 
 
 def create_app(

@@ -55,7 +55,7 @@ def run_search(
         raise HTTPException(422, "the question is empty")
     try:
         parse_method(method)
-        check_filters(filters, db.documents())
+        check_filters(filters, db.document_map().values())  # documents read only for filters
     except ValueError as e:
         raise HTTPException(422, str(e)) from None
     try:
