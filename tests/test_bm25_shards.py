@@ -159,3 +159,23 @@ def test_collapse_depth_zero_and_empty() -> None:
     s = np.array([1.0, 2.0])
     assert collapse(s, np.array([0, 0]), ["d#p1"], ["d#p1#c1", "d#p1#c2"], depth=0) == []
     assert collapse([np.zeros(0)], np.zeros(0, int), [], [], depth=3) == []
+
+
+def test_saved_chunk_table_equals_computed(fresh_store: Path) -> None:
+    """The chunk → page table saved at build loads as computed from the chunk ids; an index
+    without it (built before) still loads."""
+    from sourcepage.retrieval.index import _chunk_table, build_index, load_index
+    from sourcepage.store.db import Store
+
+    st = Store(fresh_store)
+    try:
+        path = build_index(st, "raw", parse_method("bm25"))
+        idx = load_index(st, "raw", parse_method("bm25"))
+        pages, cp, docs, cd = _chunk_table(idx.chunk_ids)
+        assert idx.page_ids == pages and idx.doc_ids == docs
+        assert np.array_equal(idx.chunk_pages, cp) and np.array_equal(idx.chunk_docs, cd)
+        (path / "chunk_table.json").unlink()
+        old = load_index(st, "raw", parse_method("bm25"))
+        assert old.page_ids == pages and np.array_equal(old.chunk_pages, cp)
+    finally:
+        st.close()

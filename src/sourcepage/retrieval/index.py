@@ -108,6 +108,28 @@ def _chunk_table(chunk_ids: list[str]) -> tuple[list[str], np.ndarray, list[str]
     return pages, cp, docs, cd
 
 
+def _save_chunk_table(folder: Path, chunk_ids: list[str]) -> None:
+    """The chunk → page / document table, computed once at build (at a million chunks
+    parsing and sorting the page ids takes seconds at every load)."""
+    pages, cp, docs, cd = _chunk_table(chunk_ids)
+    np.save(folder / "chunk_pages.npy", cp)
+    np.save(folder / "chunk_docs.npy", cd)
+    write_json(folder / "chunk_table.json", {"pages": pages, "docs": docs})
+
+
+def _load_chunk_table(
+    folder: Path, chunk_ids: list[str]
+) -> tuple[list[str], np.ndarray, list[str], np.ndarray]:
+    """The saved chunk table, or the table computed from ``chunk_ids`` for an index built
+    before it was saved."""
+    try:
+        table = json.loads((folder / "chunk_table.json").read_text())
+        cp, cd = np.load(folder / "chunk_pages.npy"), np.load(folder / "chunk_docs.npy")
+    except FileNotFoundError:
+        return _chunk_table(chunk_ids)
+    return table["pages"], cp, table["docs"], cd
+
+
 def build_index(
     store: Store,
     version: str,
@@ -133,6 +155,7 @@ def build_index(
         ctx = BuildContext(store.cached_embeddings, store.cache_embeddings, progress)
         method.spec.build(method, texts, tmp, settings, ctx)  # type: ignore[union-attr]
         write_json(tmp / "chunks.json", chunk_ids)
+        _save_chunk_table(tmp, chunk_ids)
         if store.chunk_generation() != generation:
             raise RuntimeError(f"the chunks of {version!r} changed during the index build; build again")
         params = {
@@ -217,7 +240,7 @@ def load_index(
     if json.loads(json.dumps(settings.for_method(method))) != params.get("settings"):
         return None
     chunk_ids = json.loads((path / "chunks.json").read_text())
-    pages, cp, docs, cd = _chunk_table(chunk_ids)
+    pages, cp, docs, cd = _load_chunk_table(path, chunk_ids)
     model = method.spec.load(method, path, settings)  # type: ignore[union-attr]
     return LoadedIndex(method, version, params, chunk_ids, pages, cp, cd, docs, model, settings)
 
