@@ -16,7 +16,8 @@ peak memory (``ru_maxrss``) is its own:
   memory, and its ``retrieve(k)`` on the pre-tokenized questions: a raw chunk top-k.
 
 Latencies are per-question medians over ``repeats`` after one warm-up query; p50 and p95
-are over questions. One run measures everything; the numbers are this machine's.
+are over questions. One run measures everything; the numbers are this machine's. Each
+phase's row is also written to ``<work>/<phase>.json`` as soon as it is measured.
 """
 
 from __future__ import annotations
@@ -126,12 +127,13 @@ def _ingest_phase(job: tuple[str, str]) -> dict[str, Any]:
     beir_dir, store = job
     t0 = time.perf_counter()
     report = ingest_beir(beir_dir, store)
-    return {
+    row = {
         "seconds": time.perf_counter() - t0,
         "peak_mb": _peak_mb(),
         "documents": report.as_dict().get("documents"),
         "chunks": report.chunks,
     }
+    return _record(store, "ingest", row)
 
 
 def _index_phase(job: tuple[str]) -> dict[str, Any]:
@@ -145,7 +147,7 @@ def _index_phase(job: tuple[str]) -> dict[str, Any]:
         path = build_index(st, "raw", parse_method("bm25"))
         sec = time.perf_counter() - t0
         shards = json.loads((path / "postings.json").read_text())["shards"]
-        return {
+        row = {
             "seconds": sec,
             "peak_mb": _peak_mb(),
             "disk_bytes": _size(path),
@@ -153,6 +155,7 @@ def _index_phase(job: tuple[str]) -> dict[str, Any]:
             "shards": len(shards),
             "postings": sum(s["postings"] for s in shards),
         }
+        return _record(job[0], "index", row)
     finally:
         st.close()
 
@@ -170,7 +173,8 @@ def _query_phase(job: tuple[str, list[str], int, int]) -> dict[str, Any]:
     searcher.rank(queries[0], "bm25", k=k)
     first_ms = (time.perf_counter() - t0) * 1000
     ms = _timed_per_query(lambda i: searcher.rank(queries[i], "bm25", k=k), len(queries), repeats)
-    return {"load_ms": load_ms, "first_query_ms": first_ms, **_latency(ms), "peak_mb": _peak_mb()}
+    row = {"load_ms": load_ms, "first_query_ms": first_ms, **_latency(ms), "peak_mb": _peak_mb()}
+    return _record(store, "query", row)
 
 
 def _bm25s_phase(job: tuple[str, list[str], int, int]) -> dict[str, Any]:
@@ -197,18 +201,26 @@ def _bm25s_phase(job: tuple[str, list[str], int, int]) -> dict[str, Any]:
     ms = _timed_per_query(
         lambda i: model.retrieve([qt[i]], k=k, show_progress=False, n_threads=1), len(queries), repeats
     )
-    return {
+    row = {
         "tokenize_seconds": tok_sec,
         "index_seconds": sec,
         "tokens": n_tokens,
         **_latency(ms),
         "peak_mb": _peak_mb(),
     }
+    return _record(store, "bm25s", row)
 
 
 def _in_fresh_process(fn: Callable[[Any], dict[str, Any]], job: Any) -> dict[str, Any]:
     with ProcessPool(1) as pool:
         return pool.map(fn, [job])[0]
+
+
+def _record(store: str, phase: str, row: dict[str, Any]) -> dict[str, Any]:
+    """Write a phase's row to ``<work>/<phase>.json`` as soon as it is measured (a long run
+    that is stopped keeps what it measured)."""
+    (Path(store).parent / f"{phase}.json").write_text(json.dumps(row, indent=2) + "\n")
+    return row
 
 
 def read_queries(beir_dir: Path, limit: int) -> list[str]:
