@@ -180,6 +180,9 @@ def bench(
     ] = None,
     queries: Annotated[int, typer.Option(help="With --scale: questions to time.")] = 100,
     peer: Annotated[bool, typer.Option(help="With --scale: also index and query bm25s.")] = True,
+    ingest: Annotated[
+        bool, typer.Option(help="With --scale: ingest into a store (--no-ingest: index the texts directly).")
+    ] = True,
     load: Annotated[
         bool, typer.Option("--load", help="Instead: load `sourcepage serve --store` on loopback.")
     ] = False,
@@ -196,7 +199,7 @@ def bench(
         _bench_load(store, questions, method, workers, clients, requests, json_out)
         return
     if scale is not None or beir is not None:
-        _bench_scale(scale, beir, work, queries, min(repeats, 3), peer, json_out)
+        _bench_scale(scale, beir, work, queries, min(repeats, 3), peer, json_out, ingest)
         return
     if corpus is None or questions is None:
         fail("give --corpus and --questions (or --scale N)")
@@ -302,13 +305,21 @@ def _bench_scale(
     repeats: int,
     peer: bool,
     json_out: Path | None,
+    ingest: bool = True,
 ) -> None:
     from sourcepage.evaluation.scale import run_scale_bench
 
     work = work or Path("out") / f"scale-{n if n is not None else beir.name if beir else 'beir'}"
     try:
         r = run_scale_bench(
-            n, work, beir, queries, repeats=repeats, peer=peer, progress=lambda s: err.print(f"[dim]{s}…[/]")
+            n,
+            work,
+            beir,
+            queries,
+            repeats=repeats,
+            peer=peer,
+            progress=lambda s: err.print(f"[dim]{s}…[/]"),
+            ingest=ingest,
         )
     except (ValueError, OSError) as e:
         fail(str(e))
@@ -321,14 +332,9 @@ def _bench_scale(
     for col in ("phase", "seconds", "peak MB", "disk MB", "p50 ms", "p95 ms"):
         t.add_column(col, justify="left" if col == "phase" else "right")
     mb = 1024 * 1024
-    t.add_row(
-        "ingest (store)",
-        f"{ing['seconds']:.1f}",
-        f"{ing['peak_mb']:.0f}",
-        f"{ing['store_bytes'] / mb:.0f}",
-        "",
-        "",
-    )
+    if ing:
+        row = (f"{ing['seconds']:.1f}", f"{ing['peak_mb']:.0f}", f"{ing['store_bytes'] / mb:.0f}", "", "")
+        t.add_row("ingest (store)", *row)
     t.add_row(
         f"BM25 index ({ix['shards']} shards)",
         f"{ix['seconds']:.1f}",

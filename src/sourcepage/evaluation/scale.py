@@ -183,20 +183,15 @@ def _bm25s_phase(job: tuple[str, list[str], int, int]) -> dict[str, Any]:
     import bm25s
 
     from sourcepage.retrieval.tokenize import tokenize
-    from sourcepage.store.db import Store
 
     store, queries, k, repeats = job
     # the tokens as ids (bm25s's (ids, vocabulary) input): a million chunks of ~156 tokens as
     # lists of str would take ~18 GB, as int32 arrays 0.6 GB; the index is the same
     vocab: defaultdict[str, int] = defaultdict()
     vocab.default_factory = vocab.__len__
-    st = Store(store)
-    try:
-        t0 = time.perf_counter()
-        ids = [array("i", map(vocab.__getitem__, tokenize(text))) for _, text in st.iter_chunk_texts("raw")]
-        tok_sec = time.perf_counter() - t0
-    finally:
-        st.close()
+    t0 = time.perf_counter()
+    ids = [array("i", map(vocab.__getitem__, tokenize(text))) for text in _texts(store)]
+    tok_sec = time.perf_counter() - t0
     t0 = time.perf_counter()
     model = bm25s.BM25()
     model.index((ids, dict(vocab)), show_progress=False)
@@ -215,6 +210,86 @@ def _bm25s_phase(job: tuple[str, list[str], int, int]) -> dict[str, Any]:
         "peak_mb": _peak_mb(),
     }
     return _record(store, "bm25s", row)
+
+
+def _texts(source: str) -> Iterator[str]:
+    """The raw chunk texts of a store, or the texts of a BEIR folder's corpus.jsonl (one
+    chunk a document: what BEIR ingest makes of them), streamed."""
+    if (Path(source) / "corpus.jsonl").exists():
+        with open(Path(source) / "corpus.jsonl", encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    yield json.loads(line)["text"]
+        return
+    from sourcepage.store.db import Store
+
+    st = Store(source)
+    try:
+        for _, text in st.iter_chunk_texts("raw"):
+            yield text
+    finally:
+        st.close()
+
+
+def _direct_index_phase(job: tuple[str, str]) -> dict[str, Any]:
+    """Without ingest: the BM25 index of a BEIR folder's texts, built as the registered
+    method builds it (streamed, sharded, written and memory-mapped)."""
+    from sourcepage.retrieval import bm25
+    from sourcepage.retrieval.tokenize import tokenize
+
+    beir_dir, folder = job
+    shutil.rmtree(folder, ignore_errors=True)
+    Path(folder).mkdir(parents=True)
+    t0 = time.perf_counter()
+    index = bm25.build_into((tokenize(t) for t in _texts(beir_dir)), Path(folder))
+    sec = time.perf_counter() - t0
+    row = {
+        "seconds": sec,
+        "peak_mb": _peak_mb(),
+        "disk_bytes": _size(Path(folder)),
+        "chunks": index.n_docs,
+        "shards": len(index.postings.shards),
+        "postings": sum(len(sh.docs) for sh in index.postings.shards),
+    }
+    return _record(folder, "index", row)
+
+
+class _PageIds:
+    """``d<i>#p1`` for chunk i, made on demand (one chunk a document, one page each)."""
+
+    def __init__(self, n: int, suffix: str):
+        self.n, self.suffix = n, suffix
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> str:
+        return f"d{i}#p1{self.suffix}"
+
+
+def _direct_query_phase(job: tuple[str, list[str], int, int]) -> dict[str, Any]:
+    """Without a store: load the index, then tokenize, score and collapse to pages."""
+    from sourcepage.retrieval import bm25
+    from sourcepage.retrieval.pages import collapse
+    from sourcepage.retrieval.tokenize import tokenize
+
+    folder, queries, k, repeats = job
+    t0 = time.perf_counter()
+    index = bm25.load(Path(folder), bm25.Bm25Params())
+    n = index.n_docs
+    pages = np.arange(n, dtype=np.int64)
+    page_ids, chunk_ids = _PageIds(n, ""), _PageIds(n, "#c0")
+    load_ms = (time.perf_counter() - t0) * 1000
+
+    def rank(i: int) -> Any:
+        return collapse(index.score_parts(tokenize(queries[i])), pages, page_ids, chunk_ids, depth=k)  # type: ignore[arg-type]
+
+    t0 = time.perf_counter()
+    rank(0)
+    first_ms = (time.perf_counter() - t0) * 1000
+    ms = _timed_per_query(rank, len(queries), repeats)
+    row = {"load_ms": load_ms, "first_query_ms": first_ms, **_latency(ms), "peak_mb": _peak_mb()}
+    return _record(folder, "query", row)
 
 
 def _in_fresh_process(fn: Callable[[Any], dict[str, Any]], job: Any) -> dict[str, Any]:
@@ -243,6 +318,7 @@ def run_scale_bench(
     repeats: int = 3,
     peer: bool = True,
     progress: Callable[[str], None] | None = None,
+    ingest: bool = True,
 ) -> dict[str, Any]:
     """Every phase in one run (see the module docstring). ``work`` holds the generated
     collection (``work/beir``, unless ``beir`` is given) and the store (``work/store``)."""
@@ -268,17 +344,27 @@ def run_scale_bench(
     if not qs:
         raise ValueError(f"{beir_dir}/queries.jsonl holds no queries")
     store = work / "store"
-    say("ingest")
-    ingest = _in_fresh_process(_ingest_phase, (str(beir_dir), str(store)))
-    ingest["store_bytes"] = _size(store / "store.sqlite")
-    say("index")
-    index = _in_fresh_process(_index_phase, (str(store),))
-    say("queries")
-    query = _in_fresh_process(_query_phase, (str(store), qs, k, repeats))
+    if ingest:
+        say("ingest")
+        ingested = _in_fresh_process(_ingest_phase, (str(beir_dir), str(store)))
+        ingested["store_bytes"] = _size(store / "store.sqlite")
+        say("index")
+        index = _in_fresh_process(_index_phase, (str(store),))
+        say("queries")
+        query = _in_fresh_process(_query_phase, (str(store), qs, k, repeats))
+        source = str(store)
+    else:  # the BM25 index of the collection's texts, without a store
+        ingested = None
+        folder = str(work / "bm25-direct")
+        say("index (no ingest)")
+        index = _in_fresh_process(_direct_index_phase, (str(beir_dir), folder))
+        say("queries (no ingest)")
+        query = _in_fresh_process(_direct_query_phase, (folder, qs, k, repeats))
+        source = str(beir_dir)
     peer_row = None
     if peer:
         say("bm25s")
-        peer_row = _in_fresh_process(_bm25s_phase, (str(store), qs, k, repeats))
+        peer_row = _in_fresh_process(_bm25s_phase, (source, qs, k, repeats))
         peer_row["x_ours_p50"] = query["p50"] / peer_row["p50"]
         peer_row["x_ours_p95"] = query["p95"] / peer_row["p95"]
     return {
@@ -290,10 +376,11 @@ def run_scale_bench(
             "queries": len(qs),
             "k": k,
             "repeats": repeats,
+            "ingest": ingest,
             "statistic": "per-question median over repeats; p50/p95 over questions",
         },
         "collection": {"generate_seconds": gen_sec, "corpus_bytes": _size(beir_dir / "corpus.jsonl")},
-        "ingest": ingest,
+        "ingest": ingested,
         "index": index,
         "query": query,
         "bm25s": peer_row,

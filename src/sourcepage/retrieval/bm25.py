@@ -172,6 +172,16 @@ def build(
     return _build(corpus_tokens, Bm25Params(k1, b, variant), None, shard_docs)
 
 
+def build_into(
+    corpus_tokens: Iterable[list[str]],
+    folder: Path,
+    params: Bm25Params | None = None,
+    shard_docs: int = SHARD_DOCS,
+) -> Bm25Index:
+    """Index pre-tokenized chunks into ``folder`` (as the registered method does), memory-mapped."""
+    return _build(corpus_tokens, params or Bm25Params(), folder, shard_docs)
+
+
 def scores(model: Bm25Index, query_tokens: list[str]) -> np.ndarray:
     """BM25 score of every chunk for the query (tokens unknown to the index ignored)."""
     parts = model.score_parts(query_tokens)
