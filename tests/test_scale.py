@@ -76,6 +76,15 @@ def test_scale_bench_end_to_end(tmp_path: Path) -> None:
     assert r["bm25s"]["tokens"] > 300 * 20 and r["bm25s"]["x_ours_p50"] > 0
 
 
+def test_scale_bench_without_ingest_matches_store_path(tmp_path: Path) -> None:
+    """--no-ingest indexes the texts directly: the same postings as the store's index."""
+    r = run_scale_bench(200, tmp_path / "w", queries=5, repeats=1, peer=False, ingest=False)
+    assert r["ingest"] is None and r["index"]["chunks"] == 200 and r["query"]["p50"] > 0
+    s = run_scale_bench(200, tmp_path / "w", queries=5, repeats=1, peer=False)
+    assert s["index"]["postings"] == r["index"]["postings"]
+    assert json.loads((tmp_path / "w" / "index.json").read_text())["chunks"] == 200
+
+
 def test_bench_scale_cli(tmp_path: Path) -> None:
     res = CliRunner().invoke(
         app, ["bench", "--scale", "120", "--work", str(tmp_path / "w"), "--queries", "5", "--no-peer"]
