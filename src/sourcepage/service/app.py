@@ -111,8 +111,19 @@ def corpus_from_store(store: Path) -> Path | None:
         db.close()
 
 
+#: threads running the (CPU-bound, GIL-holding) route functions of one worker process:
+#: more threads than this only queue on the GIL and make latency less even
+THREADS = 4
+
+
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    import os
+
+    import anyio.to_thread
+
+    limit = int(os.environ.get("SOURCEPAGE_THREADS", "0") or 0) or THREADS
+    anyio.to_thread.current_default_thread_limiter().total_tokens = limit
     try:
         yield
     finally:
