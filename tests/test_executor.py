@@ -36,30 +36,22 @@ def test_both_executors_map_in_order() -> None:
 
 
 def _build_files(store: Path, version: str, method: str) -> dict[str, object]:
-    """The files of the current build, byte for byte, except params.json without its
-    timings and bm25s's term matrix keyed by term: bm25s numbers its vocabulary in set
-    order, which differs from one Python process to another (hash randomisation)."""
+    """The files of the current build (shard folders included), byte for byte, except
+    params.json without its timings. The BM25 vocabulary is numbered in sorted order, so
+    its arrays do not depend on the process (hash randomisation)."""
     st = Store(store)
     try:
         path = current_build(st, version, parse_method(method))
     finally:
         st.close()
     assert path is not None
-    files: dict[str, object] = {p.name: p.read_bytes() for p in sorted(path.iterdir())}
+    files: dict[str, object] = {
+        str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()
+    }
     params = json.loads(files.pop("params.json"))  # type: ignore[arg-type]
     for timing in ("build_seconds", "built_at"):
         params.pop(timing)
     files["params.json"] = params
-    if "vocab.index.json" in files:
-        vocab = json.loads(files.pop("vocab.index.json"))  # type: ignore[arg-type]
-        indptr, indices, data = (np.load(path / f"{n}.csc.index.npy") for n in ("indptr", "indices", "data"))
-        for n in ("indptr", "indices", "data"):
-            del files[f"{n}.csc.index.npy"]
-        files["terms"] = {
-            term: (indices[indptr[i] : indptr[i + 1]].tolist(), data[indptr[i] : indptr[i + 1]].tobytes())
-            for term, i in vocab.items()
-            if i + 1 < len(indptr)  # bm25s's empty-string term has no column
-        }
     return files
 
 

@@ -419,6 +419,7 @@ def test_searcher_reuses_current_index(store: Store) -> None:
         "k1": 1.5,
         "b": 0.75,
         "variant": "robertson",
+        "storage": "postings-1",
     }
     Searcher(store, "raw").rank("group lockbox")
     assert current_build(store, "raw", BM25) == build

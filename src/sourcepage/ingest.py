@@ -35,7 +35,7 @@ from sourcepage.corpus.sources import BeirSource, Candidate, ManifestSource, Rem
 from sourcepage.corpus.textfiles import extract_document
 from sourcepage.executor import Executor, LimitedPool
 from sourcepage.limits import EXTRACT_LIMITS, LimitExceeded, Limits
-from sourcepage.records import Document
+from sourcepage.records import TEXT_VERSIONS, Document
 from sourcepage.store.db import Store
 from sourcepage.text.versions import TextSettings, build_versions
 
@@ -241,6 +241,8 @@ def run(
         loop = _Loop(st, source, report, run_id, force, workers, progress, executor, limits)
         try:
             loop.run()
+            for version in TEXT_VERSIONS:  # stored now, so that no search has to hash the chunks
+                st.chunk_fingerprint(version)
             report.chunks = st.chunk_counts()
             report.finish()
             report.wall_seconds = time.perf_counter() - t0

@@ -139,7 +139,7 @@ def test_session_cookie_is_httponly_strict_and_ends_with_the_account(served) -> 
     r = c.post("/login", data={"token": tokens["bo"]}, follow_redirects=False)
     setcookie = r.headers["set-cookie"].lower()
     assert "httponly" in setcookie and "samesite=strict" in setcookie and "path=/" in setcookie
-    assert 'Sign out bo' in c.get("/").text
+    assert "Sign out bo" in c.get("/").text
     remove_reviewer(store, "bo")
     assert "Sign out bo" not in c.get("/").text
     assert c.post("/login", data={"token": tokens["bo"]}).status_code == 401
@@ -308,9 +308,7 @@ def hostile_store(safety_corpus: Path, tmp_path_factory: pytest.TempPathFactory)
     return store
 
 
-@pytest.mark.parametrize(
-    "doc", ["loto_energy_control", "machine_guarding", "confined_space_entry"]
-)
+@pytest.mark.parametrize("doc", ["loto_energy_control", "machine_guarding", "confined_space_entry"])
 def test_javascript_and_data_urls_are_never_links(hostile_store: Path, doc: str) -> None:
     with TestClient(create_app(hostile_store), base_url=BASE) as c:
         html = c.get(f"/view/{doc}%23p1").text

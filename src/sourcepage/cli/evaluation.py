@@ -171,19 +171,49 @@ def bench(
     store: StoreOpt = Path(".store"),
     repeats: Annotated[int, typer.Option(help="Repeats per measurement (medians reported).")] = 5,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON.")] = None,
+    scale: Annotated[
+        int | None,
+        typer.Option(help="Instead: a synthetic collection of N chunks, ingested, indexed and queried."),
+    ] = None,
+    beir: Annotated[
+        Path | None, typer.Option("--beir", help="With --scale: use this BEIR folder instead of generating.")
+    ] = None,
+    work: Annotated[
+        Path | None, typer.Option("--work", help="With --scale: folder for the collection and store.")
+    ] = None,
+    queries: Annotated[int, typer.Option(help="With --scale: questions to time.")] = 100,
+    peer: Annotated[bool, typer.Option(help="With --scale: also index and query bm25s.")] = True,
+    ingest: Annotated[
+        bool, typer.Option(help="With --scale: ingest into a store (--no-ingest: index the texts directly).")
+    ] = True,
     load: Annotated[
-        bool, typer.Option("--load", help="Load-test `serve` on 127.0.0.1 for the store instead.")
+        bool,
+        typer.Option(
+            "--load",
+            help="Instead: load `sourcepage serve --store` on 127.0.0.1; with --questions, searches only, "
+            "else a reviewer's mix of searches, pages, images and document lists.",
+        ),
     ] = False,
-    clients: Annotated[int, typer.Option(help="--load: concurrent clients.")] = 50,
-    seconds: Annotated[float, typer.Option(help="--load: how long.")] = 30.0,
+    clients: Annotated[int, typer.Option(help="With --load: concurrent clients.")] = 32,
+    seconds: Annotated[float, typer.Option(help="With --load and no --questions: how long.")] = 30.0,
+    requests: Annotated[int, typer.Option(help="With --load --questions: searches in total.")] = 2000,
+    workers: Annotated[int, typer.Option(help="With --load: server worker processes.")] = 2,
+    method: Annotated[str, typer.Option(help="With --load --questions: the method searched.")] = "bm25",
 ) -> None:
     """Time extraction, BM25 index build and query latency here, next to the study's §3.8;
-    with --load, requests/s, latency and errors of the web service under concurrent clients."""
+    with --scale N, build time, peak memory, disk and latency at N chunks beside bm25s; with
+    --load, requests/s, latency and errors of the web service under concurrent clients."""
     if load:
-        _bench_load(store, clients, seconds, json_out)
+        if questions is not None:
+            _bench_search_load(store, questions, method, workers, clients, requests, json_out)
+        else:
+            _bench_load(store, clients, seconds, workers, json_out)
+        return
+    if scale is not None or beir is not None:
+        _bench_scale(scale, beir, work, queries, min(repeats, 3), peer, json_out, ingest)
         return
     if corpus is None or questions is None:
-        fail("give --corpus DIR and --questions FILE (or --load --store DIR)")
+        fail("give --corpus DIR and --questions FILE (or --scale N, or --load --store DIR)")
     from sourcepage.evaluation.bench import run_bench
 
     try:
@@ -217,14 +247,14 @@ def bench(
         raise typer.Exit(1)
 
 
-def _bench_load(store: Path, clients: int, seconds: float, json_out: Path | None) -> None:
+def _bench_load(store: Path, clients: int, seconds: float, workers: int, json_out: Path | None) -> None:
     from sourcepage.evaluation.load import run_load
     from sourcepage.store.db import StoreError
     from sourcepage.store.files import write_json
 
     err.print(f"load: {clients} clients for {seconds:g} s on `sourcepage serve` at 127.0.0.1", markup=False)
     try:
-        r = run_load(store, clients, seconds)
+        r = run_load(store, clients, seconds, workers)
     except (StoreError, ValueError, RuntimeError, OSError) as e:
         fail(str(e))
     out.print(
@@ -306,3 +336,99 @@ def _print_query(r: dict[str, Any]) -> None:
     rq = r["reference"]["query_ms"]
     t.add_row("study", *(f"{rq[k]:.3f}" for k in ("mean", "p50", "p95", "max")), "", "1.000", style="dim")
     out.print(t)
+
+
+def _bench_scale(
+    n: int | None,
+    beir: Path | None,
+    work: Path | None,
+    queries: int,
+    repeats: int,
+    peer: bool,
+    json_out: Path | None,
+    ingest: bool = True,
+) -> None:
+    from sourcepage.evaluation.scale import run_scale_bench
+
+    work = work or Path("out") / f"scale-{n if n is not None else beir.name if beir else 'beir'}"
+    try:
+        r = run_scale_bench(
+            n,
+            work,
+            beir,
+            queries,
+            repeats=repeats,
+            peer=peer,
+            progress=lambda s: err.print(f"[dim]{s}…[/]"),
+            ingest=ingest,
+        )
+    except (ValueError, OSError) as e:
+        fail(str(e))
+    ing, ix, q, b = r["ingest"], r["index"], r["query"], r["bm25s"]
+    t = Table(
+        title=f"BM25 at scale — {ix['chunks']} chunks, {r['settings']['queries']} questions, "
+        f"k={r['settings']['k']}",
+        title_justify="left",
+    )
+    for col in ("phase", "seconds", "peak MB", "disk MB", "p50 ms", "p95 ms"):
+        t.add_column(col, justify="left" if col == "phase" else "right")
+    mb = 1024 * 1024
+    if ing:
+        row = (f"{ing['seconds']:.1f}", f"{ing['peak_mb']:.0f}", f"{ing['store_bytes'] / mb:.0f}", "", "")
+        t.add_row("ingest (store)", *row)
+    t.add_row(
+        f"BM25 index ({ix['shards']} shards)",
+        f"{ix['seconds']:.1f}",
+        f"{ix['peak_mb']:.0f}",
+        f"{ix['disk_bytes'] / mb:.0f}",
+        "",
+        "",
+    )
+    t.add_row(
+        f"query, page-level (load {q['load_ms']:.0f} ms)",
+        "",
+        f"{q['peak_mb']:.0f}",
+        "",
+        f"{q['p50']:.2f}",
+        f"{q['p95']:.2f}",
+    )
+    if b:
+        t.add_row("bm25s index (in memory)", f"{b['index_seconds']:.1f}", f"{b['peak_mb']:.0f}", "", "", "")
+        t.add_row("bm25s retrieve, chunk top-k", "", "", "", f"{b['p50']:.2f}", f"{b['p95']:.2f}")
+    out.print(t)
+    if b:
+        out.print(f"ours ÷ bm25s: p50 {b['x_ours_p50']:.2f}×, p95 {b['x_ours_p95']:.2f}×")
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(r, indent=2) + "\n", encoding="utf-8")
+        out.print(f"json: {json_out}", markup=False)
+
+
+def _bench_search_load(
+    store: Path,
+    questions: Path,
+    method: str,
+    workers: int,
+    clients: int,
+    requests: int,
+    json_out: Path | None,
+) -> None:
+    from sourcepage.evaluation.load import serve_and_load
+    from sourcepage.evaluation.questions import read_questions
+
+    try:
+        qs = [q.question for q in read_questions(questions)]
+        r = serve_and_load(store, qs, method, workers, clients, requests)
+    except (ValueError, OSError, RuntimeError) as e:
+        fail(str(e))
+    out.print(
+        f"POST /search {method} on {escape(str(store))}: {r['workers']} worker(s), {r['clients']} clients, "
+        f"{r['requests']} requests in {r['seconds']:.1f} s = [bold]{r['requests_per_s']:.0f} requests/s[/]; "
+        f"latency p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, "
+        f"max {r['max_ms']:.0f} ms; errors {r['errors']} {escape(str(r['error_examples']))}; "
+        f"server CPU {r['server_cpu_ms_per_request']:.2f} ms a request",
+        highlight=False,
+    )
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(r, indent=2) + "\n", encoding="utf-8")

@@ -52,11 +52,16 @@ def serve(
         list[str] | None,
         typer.Option("--allowed-host", help="Host name clients use to reach the service; repeatable."),
     ] = None,
+    workers: Annotated[
+        int, typer.Option(help="Worker processes (searches are CPU-bound: one per core; 1: this process).")
+    ] = 1,
 ) -> None:
     """Serve the JSON API and the reviewer web page (http://HOST:PORT/, API docs at /docs)."""
+    import os
+
     import uvicorn
 
-    from sourcepage.service.app import create_app
+    from sourcepage.service.app import ENV_CORPUS, ENV_HOSTS, ENV_PUBLIC, ENV_QUESTIONS, ENV_STORE, create_app
     from sourcepage.store.db import StoreError
 
     hosts = list(allowed_host or [])
@@ -81,7 +86,23 @@ def serve(
         f"token: `sourcepage reviewer add NAME --store {store}`.",
         markup=False,
     )
-    uvicorn.run(web, host=host, port=port, log_level="info")
+    if workers <= 1:
+        uvicorn.run(web, host=host, port=port, log_level="info")
+        return
+    # each worker process builds its own app (the factory reads these)
+    os.environ[ENV_STORE] = str(Path(store).resolve())
+    os.environ[ENV_CORPUS] = str(web.state.corpus or "")
+    os.environ[ENV_QUESTIONS] = str(Path(questions).resolve()) if questions else ""
+    os.environ[ENV_PUBLIC] = "1" if public else ""
+    os.environ[ENV_HOSTS] = ",".join(hosts)
+    uvicorn.run(
+        "sourcepage.service.app:app_from_env",
+        factory=True,
+        workers=workers,
+        host=host,
+        port=port,
+        log_level="warning",
+    )
 
 
 @reviewer_app.command("add")

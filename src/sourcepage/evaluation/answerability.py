@@ -54,7 +54,6 @@ def _aurocs(
     return out
 
 
-
 def decision_shares(answered: Sequence[bool] | Sequence[str], qs: Sequence[Question]) -> dict[str, Any]:
     """How each class was decided: answered / review / refused shares (``answered`` is
     either booleans, True = answer, or decisions), and the ids of the wrong calls."""

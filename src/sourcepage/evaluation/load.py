@@ -1,24 +1,30 @@
-"""A bounded load test of the web service on this machine (``sourcepage bench --load``).
+"""Load tests of the web service on this machine (``sourcepage bench --load``).
 
-``run_load`` starts ``sourcepage serve`` for a store as a child process on a free port of
-127.0.0.1, lets ``clients`` threads (each with its own keep-alive connection) send
-requests for ``seconds``, stops the server and reports requests/s, latency percentiles
-and errors. Traffic goes to the loopback address only, to the server this function
-started; every loop is bounded by the deadline and by ``MAX_REQUESTS_PER_CLIENT``.
+Both start ``sourcepage serve`` for a store as a child process on a free port of
+127.0.0.1 (``workers`` processes), wait for ``/health``, load it, and stop the server they
+started; traffic goes to the loopback address only, and every loop is bounded.
 
-The mix is what a reviewer's browser and an API client send, in rounds of 20 requests:
-``POST /search`` (bm25 on the raw text, the safety questions below in turn; 9 of 20),
-``GET /pages/{id}`` (8), ``GET /documents`` (1) and, when the store knows its corpus,
-``GET /pages/{id}/image`` (2; else two more ``/documents``). Page images render in
-limited worker processes, two at a time. A missing BM25 index is
-built before the server starts (the server itself never builds one). An error is any
-answer other than 200, or a failed connection.
+- ``serve_and_load`` (``--questions FILE``): throughput of ``POST /search`` alone. One warm-up
+  search per worker and question, then ``clients`` concurrent clients (asyncio, one keep-alive
+  HTTP/1.1 connection each) post ``requests`` searches in total (the questions in turn).
+  Reported: requests per second, latency p50 / p95 / p99 / max, errors (a status other than
+  200, or a failed connection), and the server's CPU milliseconds per request (its processes'
+  user + system time, from /proc). The load runs on the same machine as the server: on 2
+  cores it takes CPU from it.
+- ``run_load`` (no questions file): a reviewer's mix for ``seconds``, in rounds of 20 requests:
+  ``POST /search`` (bm25 on the raw text, the safety questions below in turn; 9 of 20),
+  ``GET /pages/{id}`` (8), ``GET /documents`` (1) and, when the store knows its corpus,
+  ``GET /pages/{id}/image`` (2; else two more ``/documents``), from ``clients`` threads with
+  a keep-alive connection each; reported by request kind. A missing BM25 index is built
+  before the server starts (the server itself never builds one).
 """
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -29,9 +35,171 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sourcepage.retrieval.index import load_index
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.store.db import Store
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _request(host: str, port: int, body: dict[str, Any]) -> bytes:
+    data = json.dumps(body).encode()
+    head = (
+        f"POST /search HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\n\r\n"
+    )
+    return head.encode() + data
+
+
+async def _client(
+    host: str,
+    port: int,
+    reqs: list[bytes],
+    next_i: list[int],
+    total: int,
+    lat: list[float],
+    errors: list[str],
+) -> None:
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        while next_i[0] < total:
+            i = next_i[0]
+            next_i[0] += 1
+            t0 = time.perf_counter()
+            writer.write(reqs[i % len(reqs)])
+            head = await reader.readuntil(b"\r\n\r\n")
+            status = int(head.split(b" ", 2)[1])
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":", 1)[1])
+            await reader.readexactly(length)
+            lat.append((time.perf_counter() - t0) * 1000)
+            if status != 200:
+                errors.append(f"HTTP {status}")
+    except (OSError, asyncio.IncompleteReadError, ValueError) as e:
+        errors.append(f"{type(e).__name__}: {e}")
+    finally:
+        writer.close()
+
+
+def search_load(
+    host: str, port: int, bodies: list[dict[str, Any]], clients: int = 32, requests: int = 2000
+) -> dict[str, Any]:
+    """``requests`` searches over ``clients`` connections; throughput and latency."""
+    reqs = [_request(host, port, b) for b in bodies]
+    lat: list[float] = []
+    errors: list[str] = []
+    next_i = [0]
+
+    async def main() -> float:
+        t0 = time.perf_counter()
+        await asyncio.gather(
+            *(_client(host, port, reqs, next_i, requests, lat, errors) for _ in range(clients))
+        )
+        return time.perf_counter() - t0
+
+    seconds = asyncio.run(main())
+    a = np.asarray(lat or [float("nan")])
+    return {
+        "clients": clients,
+        "requests": len(lat),
+        "errors": len(errors) + (requests - len(lat) if len(lat) < requests else 0),
+        "error_examples": sorted(set(errors))[:5],
+        "seconds": seconds,
+        "requests_per_s": len(lat) / seconds if seconds else 0.0,
+        **{f"p{q}_ms": float(np.percentile(a, q)) for q in (50, 95, 99)},
+        "max_ms": float(a.max()),
+    }
+
+
+def server_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` and its descendants
+    (Linux /proc; 0.0 elsewhere): the server's cost per request, whatever else the
+    machine runs."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total, stack = 0.0, [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+            for task in Path(f"/proc/{p}/task").iterdir():
+                stack += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _wait_healthy(host: str, port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with code {proc.returncode} before answering")
+        try:
+            with urllib.request.urlopen(f"http://{host}:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"the server did not answer /health within {timeout:.0f} s")
+
+
+def serve_and_load(
+    store: str | Path,
+    questions: list[str],
+    method: str = "bm25",
+    workers: int = 2,
+    clients: int = 32,
+    requests: int = 2000,
+    k: int = 10,
+) -> dict[str, Any]:
+    """Start the service on loopback, load it, stop it (see the module docstring)."""
+    if not questions:
+        raise ValueError("no questions to send")
+    host, port = "127.0.0.1", _free_port()
+    cmd = [sys.executable, "-m", "sourcepage.cli", "serve", "--store", str(store), "--host", host]
+    cmd += ["--port", str(port)] + (["--workers", str(workers)] if workers > 1 else [])
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=os.environ.copy())
+    try:
+        try:
+            _wait_healthy(host, port, proc)
+        except RuntimeError as e:
+            log.seek(0)
+            raise RuntimeError(f"{e}: {log.read().decode(errors='replace')[-2000:]}") from None
+        bodies = [{"question": q, "method": method, "k": k} for q in questions]
+        warm = search_load(
+            host, port, bodies, clients=max(1, workers), requests=len(bodies) * max(1, workers)
+        )
+        cpu0 = server_cpu_seconds(proc.pid)
+        result = search_load(host, port, bodies, clients=clients, requests=requests)
+        cpu = server_cpu_seconds(proc.pid) - cpu0
+        result["server_cpu_ms_per_request"] = cpu * 1000 / max(1, result["requests"])
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+    return {
+        "store": str(store),
+        "method": method,
+        "workers": workers,
+        "questions": len(questions),
+        "k": k,
+        "warm_up": {"requests": warm["requests"], "errors": warm["errors"]},
+        **result,
+    }
+
 
 MAX_REQUESTS_PER_CLIENT = 100_000
 QUESTIONS = (
@@ -44,12 +212,6 @@ QUESTIONS = (
     "Who provides personal protective equipment and who pays for it?",
     "How do workers use a group lockbox at shift change?",
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _percentile(sorted_ms: list[float], q: float) -> float:
@@ -73,23 +235,17 @@ def _ensure_bm25(store: Path) -> None:
         raise ValueError(f"store {store} has no pages: ingest a corpus first")
 
 
-def _start_server(store: Path, port: int, log: Path) -> subprocess.Popen:
+def _start_server(store: Path, port: int, log: Path, workers: int = 1) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "sourcepage.cli", "serve", "--store", str(store), "--port", str(port)]
+    cmd += ["--workers", str(workers)] if workers > 1 else []
     with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sourcepage.cli", "serve", "--store", str(store), "--port", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    deadline = time.time() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
-                return proc
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                proc.kill()
-                raise RuntimeError(f"the server did not start: see {log}") from None
-            time.sleep(0.1)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        _wait_healthy("127.0.0.1", port, proc)
+    except RuntimeError as e:
+        proc.kill()
+        raise RuntimeError(f"{e}: see {log}") from None
+    return proc
 
 
 def _requests(pages: list[str], images: bool) -> list[tuple[str, str, str, bytes | None]]:
@@ -109,7 +265,9 @@ def _requests(pages: list[str], images: bool) -> list[tuple[str, str, str, bytes
     return out
 
 
-def _client(port: int, mix: list, deadline: float, offset: int, out: list[tuple[str, float, bool]]) -> None:
+def _mix_client(
+    port: int, mix: list, deadline: float, offset: int, out: list[tuple[str, float, bool]]
+) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     n = 0
     while time.perf_counter() < deadline and n < MAX_REQUESTS_PER_CLIENT:
@@ -130,7 +288,7 @@ def _client(port: int, mix: list, deadline: float, offset: int, out: list[tuple[
     conn.close()
 
 
-def run_load(store: str | Path, clients: int = 50, seconds: float = 30.0) -> dict[str, Any]:
+def run_load(store: str | Path, clients: int = 50, seconds: float = 30.0, workers: int = 1) -> dict[str, Any]:
     """Serve ``store`` on 127.0.0.1 and load it with ``clients`` for ``seconds``."""
     if not 1 <= clients <= 500:
         raise ValueError(f"clients must be between 1 and 500, got {clients}")
@@ -145,7 +303,7 @@ def run_load(store: str | Path, clients: int = 50, seconds: float = 30.0) -> dic
         st.close()
     port = _free_port()
     log = Path(tempfile.mkstemp(prefix="sourcepage-load-", suffix=".log")[1])
-    server = _start_server(store, port, log)
+    server = _start_server(store, port, log, workers)
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as r:
             images = bool(json.loads(r.read())["page_images"])
@@ -154,7 +312,7 @@ def run_load(store: str | Path, clients: int = 50, seconds: float = 30.0) -> dic
         t0 = time.perf_counter()
         deadline = t0 + seconds
         threads = [
-            threading.Thread(target=_client, args=(port, mix, deadline, i, results[i]), daemon=True)
+            threading.Thread(target=_mix_client, args=(port, mix, deadline, i, results[i]), daemon=True)
             for i in range(clients)
         ]
         for t in threads:

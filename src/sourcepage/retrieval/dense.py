@@ -186,8 +186,10 @@ def embed_passages(
 
 
 def scores(vectors: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
-    """Cosine similarity (vectors are normalised) of every chunk with the query."""
-    return vectors.astype(np.float64) @ query_vector.astype(np.float64)
+    """Cosine similarity (vectors are normalised) of every chunk with the query, computed
+    in float32 on the (memory-mapped) float32 matrix: no float64 copy of it per query.
+    The n scores are returned as float64 (their float32 values, exactly)."""
+    return (vectors @ np.asarray(query_vector, dtype=np.float32).reshape(-1)).astype(np.float64)
 
 
 #: the model that ``dense`` without a model name means
@@ -237,7 +239,8 @@ class DenseMethod:
         np.save(folder / "embeddings.npy", vectors)
 
     def load(self, method: Method, folder: Path, settings: IndexSettings) -> np.ndarray:
-        return np.load(folder / "embeddings.npy")
+        """The float32 embeddings, memory-mapped (pages are read on use, shared by processes)."""
+        return np.load(folder / "embeddings.npy", mmap_mode="r").view(np.ndarray)
 
     def scores(self, method: Method, model: np.ndarray, query: str, settings: IndexSettings) -> np.ndarray:
         return scores(model, self.encoder(method).query(query))

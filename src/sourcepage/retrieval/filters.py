@@ -21,8 +21,9 @@ def known_filter_keys(docs: Iterable[Document]) -> list[str]:
     return [c for c in MANIFEST_COLUMNS if c not in ("sha256", "pages", "file")] + extra + list(RANGE_KEYS)
 
 
-def check_filters(filters: Filters | None, docs: Sequence[Document]) -> dict[str, list[str]]:
-    """Normalise filters to {key: [values]}; ValueError names an unknown key or bad year."""
+def check_filters(filters: Filters | None, docs: Iterable[Document]) -> dict[str, list[str]]:
+    """Normalise filters to {key: [values]}; ValueError names an unknown key or bad year
+    (``docs``, for the extra columns, is read only when there are filters)."""
     out: dict[str, list[str]] = {}
     if not filters:
         return out

@@ -21,7 +21,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -70,10 +70,41 @@ class LoadedIndex:
         """Chunk-level scores for ``query``."""
         return self.method.spec.scores(self.method, self.model, query, self.settings)  # type: ignore[union-attr]
 
+    def score_parts(self, query: str) -> list[np.ndarray]:
+        """Chunk-level scores in document-aligned parts (one part unless the method shards)."""
+        parts = getattr(self.method.spec, "score_parts", None)
+        if parts is None:
+            return [self.scores(query)]
+        return parts(self.method, self.model, query, self.settings)
+
     @cached_property
     def page_order(self) -> dict[str, int]:
         """page id → position in natural page order (the tie-break everywhere)."""
         return {p: i for i, p in enumerate(self.page_ids)}
+
+
+class ChunkTexts(Sequence[str]):
+    """The chunk texts of one version as a sequence: iterating streams them from the store
+    (bounded memory); indexing reads them all once."""
+
+    def __init__(self, store: Store, version: str, n: int):
+        self.store, self.version, self.n = store, version, n
+        self._all: list[str] | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[str]:
+        if self._all is not None:
+            yield from self._all
+            return
+        for _, text in self.store.iter_chunk_texts(self.version):
+            yield text
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        if self._all is None:
+            self._all = list(self)
+        return self._all[i]
 
 
 def index_dir(store: Store, version: str, method: Method) -> Path:
@@ -90,6 +121,28 @@ def _chunk_table(chunk_ids: list[str]) -> tuple[list[str], np.ndarray, list[str]
     return pages, cp, docs, cd
 
 
+def _save_chunk_table(folder: Path, chunk_ids: list[str]) -> None:
+    """The chunk → page / document table, computed once at build (at a million chunks
+    parsing and sorting the page ids takes seconds at every load)."""
+    pages, cp, docs, cd = _chunk_table(chunk_ids)
+    np.save(folder / "chunk_pages.npy", cp)
+    np.save(folder / "chunk_docs.npy", cd)
+    write_json(folder / "chunk_table.json", {"pages": pages, "docs": docs})
+
+
+def _load_chunk_table(
+    folder: Path, chunk_ids: list[str]
+) -> tuple[list[str], np.ndarray, list[str], np.ndarray]:
+    """The saved chunk table, or the table computed from ``chunk_ids`` for an index built
+    before it was saved."""
+    try:
+        table = json.loads((folder / "chunk_table.json").read_text())
+        cp, cd = np.load(folder / "chunk_pages.npy"), np.load(folder / "chunk_docs.npy")
+    except FileNotFoundError:
+        return _chunk_table(chunk_ids)
+    return table["pages"], cp, table["docs"], cd
+
+
 def build_index(
     store: Store,
     version: str,
@@ -101,10 +154,12 @@ def build_index(
     if not method.is_base:
         raise ValueError(f"{method.name} has no index of its own; build its base methods")
     t0 = time.perf_counter()
-    chunks = store.chunks(version)
-    if not chunks:
+    generation = store.chunk_generation()
+    fingerprint = store.chunk_fingerprint(version)
+    chunk_ids = store.chunk_ids(version)
+    if not chunk_ids:
         raise ValueError(f"store {store.path} has no chunks for version {version!r}; ingest first")
-    texts = [c.text for c in chunks]
+    texts = ChunkTexts(store, version, len(chunk_ids))
     folder = index_dir(store, version, method)
     remove_stale_builds(folder)
     build_id = time.strftime("%Y%m%dT%H%M%S") + f"-{time.perf_counter_ns() % 10**9:09d}"
@@ -113,14 +168,17 @@ def build_index(
     try:
         ctx = BuildContext(store.cached_embeddings, store.cache_embeddings, progress)
         method.spec.build(method, texts, tmp, settings, ctx)  # type: ignore[union-attr]
-        write_json(tmp / "chunks.json", [c.chunk_id for c in chunks])
+        write_json(tmp / "chunks.json", chunk_ids)
+        _save_chunk_table(tmp, chunk_ids)
+        if store.chunk_generation() != generation:
+            raise RuntimeError(f"the chunks of {version!r} changed during the index build; build again")
         params = {
             "format": INDEX_FORMAT,
             "method": method.name,
             "kind": method.kind,
             "text_version": version,
-            "chunks": len(chunks),
-            "chunk_fingerprint": store.chunk_fingerprint(version),
+            "chunks": len(chunk_ids),
+            "chunk_fingerprint": fingerprint,
             "settings": settings.for_method(method),
             "build_seconds": round(time.perf_counter() - t0, 4),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -228,7 +286,7 @@ def load_index(
     if json.loads(json.dumps(settings.for_method(method))) != params.get("settings"):
         return None
     chunk_ids = json.loads((path / "chunks.json").read_text())
-    pages, cp, docs, cd = _chunk_table(chunk_ids)
+    pages, cp, docs, cd = _load_chunk_table(path, chunk_ids)
     model = method.spec.load(method, path, settings)  # type: ignore[union-attr]
     return LoadedIndex(method, version, params, chunk_ids, pages, cp, cd, docs, model, settings)
 

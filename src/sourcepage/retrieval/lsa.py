@@ -77,7 +77,8 @@ def load(folder: Path, tokenizer: Callable[[str], list[str]]) -> LsaIndex:
     vec = _vectorizer(tokenizer)
     vec.vocabulary_ = json.loads((folder / "lsa_vocab.json").read_text())
     vec.idf_ = np.load(folder / "lsa_idf.npy")
-    return LsaIndex(vec, np.load(folder / "lsa_components.npy"), np.load(folder / "lsa_vectors.npy"))
+    vectors = np.load(folder / "lsa_vectors.npy", mmap_mode="r").view(np.ndarray)  # memory-mapped
+    return LsaIndex(vec, np.load(folder / "lsa_components.npy"), vectors)
 
 
 class LsaMethod:

@@ -154,9 +154,7 @@ def model_scores(model: Mapping[str, Any], x: np.ndarray) -> np.ndarray:
     return ((x - mean) / scale) @ np.asarray(model["coef"]) + float(model["intercept"])
 
 
-def fit(
-    x: np.ndarray, y: np.ndarray, names: Sequence[str], c: float = 1.0, seed: int = 42
-) -> dict[str, Any]:
+def fit(x: np.ndarray, y: np.ndarray, names: Sequence[str], c: float = 1.0, seed: int = 42) -> dict[str, Any]:
     """Fit the pointwise logistic model; returns the JSON-ready model (no parts/provenance)."""
     from sklearn.linear_model import LogisticRegression
 

@@ -93,15 +93,21 @@ class BaseMethod(Protocol):
         """The settings that decide this index's content (recorded in params.json)."""
 
     def build(
-        self, method: Method, texts: list[str], folder: Path, settings: IndexSettings, ctx: BuildContext
+        self, method: Method, texts: Sequence[str], folder: Path, settings: IndexSettings, ctx: BuildContext
     ) -> None:
-        """Build the index of ``texts`` (one per chunk, in chunk order) into ``folder``."""
+        """Build the index of ``texts`` (one per chunk, in chunk order) into ``folder``.
+        Iterating ``texts`` streams them from the store (a method that iterates once builds
+        in bounded memory); indexing it reads them all into memory first."""
 
     def load(self, method: Method, folder: Path, settings: IndexSettings) -> Any:
         """The saved index, ready to score."""
 
     def scores(self, method: Method, model: Any, query: str, settings: IndexSettings) -> np.ndarray:
         """One score per chunk; higher is better."""
+
+    # optional: ``score_parts(method, model, query, settings) -> list[np.ndarray]``, the
+    # scores in document-aligned parts (shards) whose concatenation is ``scores``; page
+    # collapse then selects its candidates part by part (retrieval.pages)
 
 
 class StageMethod(Protocol):

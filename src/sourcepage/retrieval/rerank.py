@@ -38,6 +38,7 @@ RERANK_DEPTH = 30
 #: the sentence encoder (a key of ``dense.MODELS``)
 SENTENCE_MODEL = "e5-small"
 
+
 def _units(chunks: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """(chunk id, sentence) pairs of a page; a chunk without sentences is one unit."""
     out: list[tuple[str, str]] = []

@@ -8,7 +8,7 @@ index raises IndexMissing (naming the command to run).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +44,7 @@ class Searcher:
         self.rrf_k = rrf_k
         self.rrf_depth = rrf_depth
         self.progress = progress
-        self.documents: dict[str, Document] = {d.doc_id: d for d in self.store.documents()}
+        self.documents: Mapping[str, Document] = self.store.document_map()  # read on demand
         self._fingerprint: str | None = None
         self._indexes: dict[str, LoadedIndex] = {}
         self._lock = threading.Lock()
@@ -94,7 +94,12 @@ class Searcher:
             return method.spec.rank(self, method, query, depth, filters)  # type: ignore[union-attr]
         idx = self.index(method)
         return collapse(
-            idx.scores(query), idx.chunk_pages, idx.page_ids, idx.chunk_ids, self._mask(idx, filters), depth
+            idx.score_parts(query),
+            idx.chunk_pages,
+            idx.page_ids,
+            idx.chunk_ids,
+            self._mask(idx, filters),
+            depth,
         )
 
     def rank(
@@ -102,21 +107,17 @@ class Searcher:
     ) -> Ranking:
         """Ranked unique pages for ``query``; ``k=None`` ranks every candidate page."""
         m = parse_method(method) if isinstance(method, str) else method
-        f = check_filters(filters, list(self.documents.values()))
+        f = check_filters(filters, self.documents.values())  # read only when there are filters
         return Ranking(method=m.name, text_version=self.version, hits=tuple(self.ranked(m, query, k, f)))
 
-    def term_df(self) -> tuple[dict[str, int], int]:
-        """Chunk frequency of every BM25 term of this version and the chunk count (read from
-        the bm25s index's postings once; for idf weights of question terms)."""
+    def term_df(self) -> tuple[Mapping[str, int], int]:
+        """Chunk frequency of every BM25 term of this version (a mapping over the BM25
+        index's vocabulary) and the chunk count; for idf weights of question terms."""
         with self._lock:
             cached = self._df
         if cached is None:
             bm = self.index(parse_method("bm25"))
-            dfs = np.diff(np.asarray(bm.model.scores["indptr"]))
-            cached = (
-                {t: int(dfs[i]) for t, i in bm.model.vocab_dict.items() if i < dfs.size},
-                len(bm.chunk_ids),
-            )
+            cached = (bm.model.term_df(), len(bm.chunk_ids))
             with self._lock:
                 self._df = cached
         return cached

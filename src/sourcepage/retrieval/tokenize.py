@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from pathlib import Path
 
 _REF = re.compile(r"\d+(?:\.\d+)+(?:\([0-9a-z]+\))+")
 _TOKEN = re.compile(r"\d+(?:[.,/]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)*")
@@ -35,10 +36,25 @@ class TokenizerConfig:
 
 @lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN
-
     # keep the one-letter words that name classes and divisions ("Class I", "Type A")
-    return frozenset(STOPWORDS_EN) - {"a", "i"}
+    return frozenset(_bm25s_stopwords()) - {"a", "i"}
+
+
+def _bm25s_stopwords() -> tuple[str, ...]:
+    """bm25s's English stop words, read from its ``stopwords`` module file without importing
+    the ``bm25s`` package (whose ``__init__`` imports numba: ~0.2 s for every search)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("bm25s")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("bm25s is not installed")
+    path = Path(next(iter(spec.submodule_search_locations))) / "stopwords.py"
+    module_spec = importlib.util.spec_from_file_location("_sourcepage_bm25s_stopwords", path)
+    if module_spec is None or module_spec.loader is None:
+        raise ImportError(f"cannot read {path}")
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return tuple(module.STOPWORDS_EN)
 
 
 @lru_cache(maxsize=1)

@@ -43,7 +43,7 @@ from sourcepage.service.deps import HERE, JUDGING, TEMPLATES, open_shared_store,
 from sourcepage.store.db import Store
 from sourcepage.store.reviewers import has_reviewers
 
-__all__ = ["corpus_from_store", "create_app", "segments"]
+__all__ = ["app_from_env", "corpus_from_store", "create_app", "segments"]
 
 log = logging.getLogger("sourcepage.service")
 
@@ -114,14 +114,47 @@ def corpus_from_store(store: Path) -> Path | None:
         db.close()
 
 
+#: threads running the (CPU-bound, GIL-holding) route functions of one worker process:
+#: more threads than this only queue on the GIL and make latency less even
+THREADS = 4
+
+
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    import os
+
+    import anyio.to_thread
+
+    limit = int(os.environ.get("SOURCEPAGE_THREADS", "0") or 0) or THREADS
+    anyio.to_thread.current_default_thread_limiter().total_tokens = limit
     try:
         yield
     finally:
         db, app.state.db = app.state.db, None
         if db is not None:
             db.close()
+
+
+#: environment variables that ``app_from_env`` reads (set by ``sourcepage serve --workers``)
+ENV_STORE, ENV_CORPUS, ENV_QUESTIONS = "SOURCEPAGE_STORE", "SOURCEPAGE_CORPUS", "SOURCEPAGE_QUESTIONS"
+ENV_PUBLIC, ENV_HOSTS = "SOURCEPAGE_PUBLIC", "SOURCEPAGE_ALLOWED_HOSTS"
+
+
+def app_from_env() -> FastAPI:
+    """``create_app`` from ``SOURCEPAGE_STORE`` (and ``SOURCEPAGE_CORPUS``,
+    ``SOURCEPAGE_QUESTIONS``, ``SOURCEPAGE_PUBLIC`` = 1, ``SOURCEPAGE_ALLOWED_HOSTS``
+    comma-separated): the factory each worker process of ``sourcepage serve --workers N``
+    calls, so that every worker serves the same store with the same access rules."""
+    import os
+
+    hosts = [h for h in os.environ.get(ENV_HOSTS, "").split(",") if h]
+    return create_app(
+        os.environ[ENV_STORE],
+        os.environ.get(ENV_CORPUS) or None,
+        os.environ.get(ENV_QUESTIONS) or None,
+        public=os.environ.get(ENV_PUBLIC) == "1",
+        allowed_hosts=hosts,
+    )
 
 
 def create_app(

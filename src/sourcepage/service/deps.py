@@ -38,7 +38,6 @@ Version = Literal["raw", "cleaned", "enriched"]
 JUDGING = importlib.util.find_spec("sourcepage.judge.judgments") is not None
 
 
-
 def http_url(url: str) -> str:
     """``url`` when it is an http(s) address, else '' (a ``javascript:`` or ``data:`` URL
     from a manifest is shown as text, never made a link)."""

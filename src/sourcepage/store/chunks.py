@@ -6,8 +6,15 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections.abc import Iterator
 
 from sourcepage.records import TEXT_VERSIONS, Chunk, parse_page_id
+
+#: the chunks of one version over the good documents, in chunk order (as ``ChunkTables.chunks``)
+_ORDERED = (
+    "SELECT {cols} FROM chunks c JOIN documents d ON d.doc_id=c.doc_id AND d.status='ok'"
+    " WHERE c.version=? ORDER BY c.doc_id, c.seq"
+)
 
 
 class ChunkTables:
@@ -64,13 +71,60 @@ class ChunkTables:
         ).fetchall()
         return [(r[0], r[1]) for r in rows]
 
+    def chunk_generation(self) -> int:
+        """A counter of every change to the searchable chunks (kept by triggers, store.schema)."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key='chunks_generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    def iter_chunk_texts(self, version: str, batch: int = 4096) -> Iterator[tuple[str, str]]:
+        """(chunk id, text) of every chunk of ``version`` (good documents, chunk order),
+        streamed: memory does not grow with the store."""
+        if version not in TEXT_VERSIONS:
+            raise ValueError(f"unknown text version {version!r}; choose from {TEXT_VERSIONS}")
+        cur = self.conn.execute(_ORDERED.format(cols="c.chunk_id, c.text"), (version,))
+        try:
+            while rows := cur.fetchmany(batch):
+                yield from rows
+        finally:
+            cur.close()
+
+    def chunk_ids(self, version: str) -> list[str]:
+        """The chunk ids of ``version`` in chunk order (as ``chunks``)."""
+        return [r[0] for r in self.conn.execute(_ORDERED.format(cols="c.chunk_id"), (version,))]
+
     def chunk_fingerprint(self, version: str) -> str:
         """SHA-256 over the chunk ids and texts of a version: an index built from other
-        chunks is stale."""
+        chunks is stale.
+
+        Stored in ``meta`` with the chunk generation it was computed at (ingest stores it)
+        and reused while the generation is unchanged, so opening a store does not re-read
+        every chunk. On a read-only connection a missing value is computed, not stored."""
+        key = f"chunk_fingerprint:{version}"
+        for _ in range(3):
+            generation = self.chunk_generation()
+            row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+            stored = json.loads(row[0]) if row else None
+            if stored and stored.get("generation") == generation:
+                return str(stored["sha256"])
+            value = self._hash_chunks(version)
+            if self.chunk_generation() != generation:
+                continue  # chunks changed while hashing: hash again
+            try:
+                with self.conn:
+                    self.conn.execute(
+                        "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                        (key, json.dumps({"generation": generation, "sha256": value}, sort_keys=True)),
+                    )
+            except sqlite3.OperationalError:  # a read-only (query_only) connection
+                pass
+            return value
+        raise RuntimeError(f"the chunks of {version!r} keep changing (an ingest is running); try again")
+
+    def _hash_chunks(self, version: str) -> str:
         h = hashlib.sha256()
-        for c in self.chunks(version):
-            h.update(c.chunk_id.encode())
+        for chunk_id, text in self.iter_chunk_texts(version):
+            h.update(chunk_id.encode())
             h.update(b"\0")
-            h.update(c.text.encode())
+            h.update(text.encode())
             h.update(b"\1")
         return h.hexdigest()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from sourcepage.records import Chunk, Document, PageAudit
@@ -19,6 +20,42 @@ _STATE_BATCH = 500
 
 def _metadata_json(doc: Document) -> str:
     return json.dumps(doc.as_dict(), sort_keys=True)
+
+
+class DocumentMap(Mapping[str, Document]):
+    """doc_id → Document of the good documents, read from the store on demand: a store of
+    a million BEIR documents is not loaded to answer one query. Looked-up documents are
+    cached (up to ``CACHE`` of them); iterating reads every document once and keeps them."""
+
+    CACHE = 65_536
+
+    def __init__(self, tables: DocumentTables):
+        self._tables = tables
+        self._cache: dict[str, Document | None] = {}
+        self._all: dict[str, Document] | None = None
+
+    def __getitem__(self, doc_id: str) -> Document:
+        if self._all is not None:
+            return self._all[doc_id]
+        if doc_id not in self._cache:
+            if len(self._cache) >= self.CACHE:
+                self._cache.clear()
+            self._cache[doc_id] = self._tables.document(doc_id)
+        doc = self._cache[doc_id]
+        if doc is None:
+            raise KeyError(doc_id)
+        return doc
+
+    def _every(self) -> dict[str, Document]:
+        if self._all is None:
+            self._all = {d.doc_id: d for d in self._tables.documents()}
+        return self._all
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._every())
+
+    def __len__(self) -> int:
+        return len(self._all) if self._all is not None else self._tables.document_count()
 
 
 class DocumentTables:
@@ -60,6 +97,10 @@ class DocumentTables:
             "SELECT metadata FROM documents WHERE status='ok' ORDER BY doc_id"
         ).fetchall()
         return [Document.from_dict(json.loads(r[0])) for r in rows]
+
+    def document_map(self) -> DocumentMap:
+        """The good documents by doc_id, read on demand (see DocumentMap)."""
+        return DocumentMap(self)
 
     def document(self, doc_id: str) -> Document | None:
         """One successfully ingested document, or None."""

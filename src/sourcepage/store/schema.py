@@ -13,12 +13,29 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DB_NAME = "store.sqlite"
 
 _BEIR_IDS = """CREATE TABLE IF NOT EXISTS beir_ids (
   beir_id TEXT PRIMARY KEY, doc_id TEXT NOT NULL UNIQUE, dataset TEXT NOT NULL,
   seen_run INTEGER NOT NULL DEFAULT 0)"""
+
+#: Triggers that count every change to the searchable chunks (a chunk written or deleted, a
+#: document added, removed or changing status) in ``meta.chunks_generation``. Any writer,
+#: through sourcepage or not, bumps it; a stored chunk fingerprint records the generation it
+#: was computed at and is reused only while the generation is unchanged (store.chunks).
+_GENERATION = "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunks_generation'"
+_TRIGGERS = tuple(
+    f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} BEGIN {_GENERATION}; END"
+    for name, event in (
+        ("chunks_generation_insert", "INSERT ON chunks"),
+        ("chunks_generation_update", "UPDATE ON chunks"),
+        ("chunks_generation_delete", "DELETE ON chunks"),
+        ("documents_generation_insert", "INSERT ON documents"),
+        ("documents_generation_status", "UPDATE OF status ON documents"),
+        ("documents_generation_delete", "DELETE ON documents"),
+    )
+)
 
 SCHEMA = (
     """
@@ -54,6 +71,8 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
     + _BEIR_IDS
     + ";\n"
+    + "INSERT OR IGNORE INTO meta VALUES ('chunks_generation', '0');\n"
+    + "".join(t + ";\n" for t in _TRIGGERS)
 )
 
 
@@ -81,8 +100,20 @@ def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
     conn.execute(_BEIR_IDS)  # not executescript: that would commit the open transaction
 
 
+def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
+    """Schema 4 counts changes to the searchable chunks (``meta.chunks_generation``, kept by
+    triggers) so that the chunk fingerprint is stored, not re-hashed at every start."""
+    conn.execute("INSERT OR IGNORE INTO meta VALUES ('chunks_generation', '0')")
+    for trigger in _TRIGGERS:
+        conn.execute(trigger)
+
+
 #: migrations[n] upgrades a schema-n store to n+1, inside one transaction.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _migrate_1_to_2,
+    2: _migrate_2_to_3,
+    3: _migrate_3_to_4,
+}
 
 
 def ensure_schema(conn: sqlite3.Connection, path: Path) -> None:

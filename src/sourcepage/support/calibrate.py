@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
 
 from sourcepage.records import Hit, Question
 from sourcepage.retrieval.search import Searcher
@@ -78,6 +76,8 @@ def fit_classifier(x: np.ndarray, y: np.ndarray, seed: int = 42) -> Classifier:
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0
+    from sklearn.linear_model import LogisticRegression  # here: a search must not import sklearn
+
     model = LogisticRegression(class_weight="balanced", max_iter=2000, random_state=seed)
     model.fit((x - mean) / scale, y)
     return Classifier(mean.tolist(), scale.tolist(), model.coef_[0].tolist(), float(model.intercept_[0]))
@@ -192,6 +192,8 @@ def cross_validate(
     x = matrix(rows)
     n_pos, n_neg = int(y.sum()), int((1 - y).sum())
     k = max(2, min(folds, n_pos, n_neg))
+    from sklearn.model_selection import StratifiedKFold
+
     skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
     prob = np.zeros(len(qs))
     decision = np.array(["refuse"] * len(qs), dtype=object)
