@@ -5,19 +5,26 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from sourcepage.records import Hit, parse_page_id
 from sourcepage.retrieval.filters import Filters, check_filters
-from sourcepage.retrieval.methods import parse_method
+from sourcepage.retrieval.methods import Method, parse_method
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import content_terms
 from sourcepage.store.db import Store
 from sourcepage.support.answer import extract_answer, log_answer
-from sourcepage.support.calibrate import Policy, feature_row, load_policy, policy_stamp
-from sourcepage.support.decide import Calibration, decide
+from sourcepage.support.calibrate import (
+    SENTENCE_MODEL,
+    Policy,
+    feature_row,
+    load_policy,
+    policy_stamp,
+    warm_sentence_model,
+)
+from sourcepage.support.decide import Calibration, decide, require_fact
 from sourcepage.support.features import matrix, term_weights
 
 #: how many top pages the decision and the jurisdiction notice look at
@@ -42,6 +49,7 @@ class SearchService:
         self.stamp = self.searcher.store.content_stamp()
         self.policy_stamp = policy_stamp(self.path, version)
         self.policy = self._load_policy()
+        self._sentence_model_ready = False
 
     def _load_policy(self) -> Policy | None:
         p = load_policy(self.path, self.version)
@@ -79,6 +87,7 @@ class SearchService:
         filters: Filters | None = None,
         answer: bool = True,
         log: bool = False,
+        notify: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
         """See ``search``."""
         if not question.strip():
@@ -88,9 +97,12 @@ class SearchService:
         f = check_filters(filters, list(s.documents.values()))
         pol = self.policy
         t0 = time.perf_counter()
+        load_ms = self.prepare(m, notify)
+        t1 = time.perf_counter()
         depth = max(k, FEATURE_DEPTH) if pol and m.name in (pol.sparse, pol.semantic) else k
         ranked: dict[str, list[Hit]] = {m.name: s.ranked(m, question, depth, f)}
-        ms = (time.perf_counter() - t0) * 1000
+        rank_ms = (time.perf_counter() - t1) * 1000
+        t2 = time.perf_counter()
         hits = ranked[m.name][:k]
         terms = content_terms(question)
         results = [self._result(h, terms) for h in hits]
@@ -104,6 +116,16 @@ class SearchService:
             cal = self.calibration(question, a, b)
         overlap = any(r["highlights"] for r in top)
         decision = decide(m.name, [s.documents[r["doc_id"]] for r in top], overlap, cal[0] if cal else None)
+        df, n = s.term_df()
+        ans = extract_answer(
+            question,
+            results,
+            decision.decision,
+            term_weights(sorted(terms), df, n),
+            texts=s.store.raw_pages([r["page"] for r in results[:3]]),
+        )
+        decision = require_fact(decision, ans)
+        decide_ms = (time.perf_counter() - t2) * 1000
         support = None
         if cal:
             c, feats = cal
@@ -124,16 +146,43 @@ class SearchService:
             "reasons": list(decision.reasons),
             "support": support,
             "jurisdictions": sorted({r["jurisdiction"] for r in top}),
-            "query_ms": round(ms, 3),
+            "query_ms": round((time.perf_counter() - t0) * 1000, 3),
+            "timings_ms": {
+                "load": round(load_ms, 3),
+                "rank": round(rank_ms, 3),
+                "decide": round(decide_ms, 3),
+            },
             "results": results,
         }
         if answer:
-            df, n = s.term_df()
-            ans = extract_answer(question, results, decision.decision, term_weights(sorted(terms), df, n))
             if log:
                 log_answer(self.path, question, m.name, decision.decision, ans)
             out["answer"] = ans
         return out
+
+    def prepare(self, method: Method, notify: Callable[[str], None] | None = None) -> float:
+        """Load (or, on first use, build) every index and model a search with ``method``
+        needs — its own and the answer policy's — and return the milliseconds it took
+        (0 once loaded). ``notify`` hears what is about to be loaded or built."""
+        t0 = time.perf_counter()
+        pol = self.policy
+        names = [method.name] + ([pol.sparse, pol.semantic] if pol else [])
+        missing = [
+            b
+            for name in dict.fromkeys(names)
+            for b in parse_method(name).needs()
+            if not self.searcher.has_index(b)
+        ]
+        if missing and notify:
+            notify("loading " + ", ".join(dict.fromkeys(b.name for b in missing)) + f" ({self.version} text)")
+        for b in dict.fromkeys(missing):
+            self.searcher.index(b, notify)
+        if pol is not None and not self._sentence_model_ready:
+            if notify:
+                notify(f"loading the sentence model of the answer policy ({SENTENCE_MODEL})")
+            warm_sentence_model()
+            self._sentence_model_ready = True
+        return (time.perf_counter() - t0) * 1000
 
     def _result(self, h: Hit, terms: set[str]) -> dict[str, Any]:
         """One hit with its provenance (spec §5)."""
@@ -204,11 +253,15 @@ def search(
     filters: Filters | None = None,
     answer: bool = True,
     log: bool = False,
+    notify: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Ranked source pages with provenance, a support decision (spec §5) and, unless
     the decision is refuse, quoted supporting sentences with citations (appended to
-    ``<store>/answers.jsonl``, apart from retrieval, when ``log`` is set)."""
-    return service(store, version).search(question, method, k, filters, answer, log)
+    ``<store>/answers.jsonl``, apart from retrieval, when ``log`` is set). ``query_ms`` is
+    the whole call; ``timings_ms`` splits it into ``load`` (indexes and models, built on
+    first use — ``notify`` hears about it), ``rank`` and ``decide`` (features, decision
+    and quotes)."""
+    return service(store, version).search(question, method, k, filters, answer, log, notify)
 
 
 def documents(store: str | Path) -> list[dict[str, Any]]:

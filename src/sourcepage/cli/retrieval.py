@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, escape, fail, out, progress
+from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, err, escape, fail, out, progress
 
 
 def index(
@@ -94,7 +94,16 @@ def search(
         fail(f"-k must be between 1 and 100, got {k}")
     try:
         filters = api.filters_from_pairs(filter_)
-        res = api.search(question, store, method=method, k=k, version=version, filters=filters, log=True)
+        res = api.search(
+            question,
+            store,
+            method=method,
+            k=k,
+            version=version,
+            filters=filters,
+            log=True,
+            notify=lambda note: err.print(Text(note + " …", style="dim")),
+        )
     except (StoreError, ValueError, RuntimeError) as e:
         fail(str(e))
     if as_json:
@@ -129,9 +138,20 @@ def search(
             "as interchangeable.",
             highlight=False,
         )
+    tm = res.get("timings_ms")
+    if tm:
+        out.print(
+            Text(
+                f"{res['query_ms']:.0f} ms: load {tm['load']:.0f} (indexes and models)"
+                f" · rank {tm['rank']:.1f} · decide {tm['decide']:.1f} (decision and quotes)",
+                style="dim",
+            )
+        )
     ans = res.get("answer") or {}
     if ans.get("quotes"):
-        out.print(Text(f"\nsupporting sentences ({ans['status']}):", style="bold"))
+        label = "supporting sentences" if ans["status"] == "answer" else "draft quotes for the reviewer"
+        found = "" if ans.get("fact_found", True) else f" — none states what was asked ({ans['asked']})"
+        out.print(Text(f"\n{label}{found}:", style="bold"))
         for q in ans["quotes"]:
             out.print(f"  \u201c{q['text']}\u201d {q['citation']}", highlight=False, markup=False)
     for r in res["results"][:3]:

@@ -293,7 +293,13 @@ class QuestionsBenchmark(Benchmark):
 
         t0 = time.perf_counter()
         support = evaluate_support(
-            ctx.results, self.questions, ctx.runs, ctx.searchers, seed=self.seed, n_boot=self.bootstrap
+            ctx.results,
+            self.questions,
+            ctx.runs,
+            ctx.searchers,
+            seed=self.seed,
+            n_boot=self.bootstrap,
+            progress=ctx.progress,
         )
         ctx.timings["answerability_s"] = round(time.perf_counter() - t0, 3)
         write_json(ctx.out / "answerability.json", support)

@@ -94,6 +94,7 @@ class Context:
     metrics: dict[str, Any] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # the adapter's own results
+    progress: Progress | None = None  # the caller's progress callback, for the adapter's stages
 
 
 class Benchmark(ABC):
@@ -259,6 +260,7 @@ def run_benchmark(
         qrels=prep.qrels,
         evaluated=prep.qrels.relevant_ids(),
         timings={"ingest_s": round(prep.ingest_s, 3)},
+        progress=progress,
     )
     try:
         _rank(bench, prep.store, ctx, progress)

@@ -190,7 +190,13 @@ def view_context(
         "doc": d,
         "n": n,
         "row": row,
-        "flags": [label for key, label in AUDIT_FLAGS if row[key]],
+        "flags": [
+            "columns interleaved in the extracted text"
+            if key == "multi_column_risk" and row[key] == 2
+            else label
+            for key, label in AUDIT_FLAGS
+            if row[key]
+        ],
         "texts": texts,
         "version_shown": "cleaned" if p["version"] in ("cleaned", "enriched") else "raw",
         "image_url": f"/pages/{pid_q}/image?{urlencode(img)}",
