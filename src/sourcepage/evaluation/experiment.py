@@ -146,6 +146,7 @@ class Design:
             bm.get("variant", "robertson"),
             int(lsa.get("dims", 256)),
             d.seed,
+            lsa_min_df=int(lsa.get("min_df", 3)),
         )
         d.engine = raw.get("engine", "pypdfium2")
         d.bootstrap = int(raw.get("bootstrap", 20000))

@@ -297,7 +297,7 @@ def _rank(bench: Benchmark, st: Store, ctx: Context, progress: Progress | None) 
         if version not in ctx.searchers:
             if not bench.keep_searchers:
                 ctx.searchers.clear()
-            cb = (lambda m, d, t, v=version: progress(f"embedding {v} {m}", d, t)) if progress else None
+            cb = progress  # index builds report "<method> index (<version>, first use)"
             ctx.searchers[version] = Searcher(st, version, bench.index_settings, progress=cb)
         s = ctx.searchers[version]
         t0 = time.perf_counter()

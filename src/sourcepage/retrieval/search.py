@@ -71,7 +71,8 @@ class Searcher:
 
     def index(self, method: Method, notify: Callable[[str], None] | None = None) -> LoadedIndex:
         """The loaded index of a base method, built first if missing or stale; a build
-        is announced to ``notify`` and logged (it can take minutes for a dense model)."""
+        (minutes for a dense model) is announced to ``notify`` and to the searcher's
+        ``progress`` (a bar from 0 to 1, or the embedding count), else logged."""
         with self._lock:
             if method.index_key in self._indexes:
                 return self._indexes[method.index_key]
@@ -88,12 +89,17 @@ class Searcher:
                     f"building the {method.name} index of the {self.version} text on first use "
                     f"({self.store.chunk_count(self.version)} chunks; `sourcepage index` builds it ahead)"
                 )
-                log.warning(note)
+                label = f"{method.name} index ({self.version}, first use)"
                 if notify:
                     notify(note)
-                label = f"{method.name} index ({self.version}, first use)"
+                if self.progress:
+                    self.progress(label, 0, 1)
+                if not notify and not self.progress:
+                    log.warning(note)
                 cb = (lambda d, n: self.progress(label, d, n)) if self.progress else None
                 build_index(self.store, self.version, method, self.settings, cb)
+                if self.progress:
+                    self.progress(label, 1, 1)
                 idx = load_index(self.store, self.version, method, self.settings, self._fingerprint)
                 assert idx is not None
             warm = getattr(method.spec, "warm", None)

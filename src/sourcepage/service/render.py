@@ -25,7 +25,9 @@ from PIL import Image, ImageDraw
 
 _pdfium_lock = threading.Lock()
 
-PASSAGE_FILL = (255, 214, 10, 80)  # translucent yellow
+PASSAGE_FILL = (255, 214, 10, 55)  # light translucent yellow: the chunk
+QUOTE_FILL = (255, 196, 0, 150)  # stronger yellow with an outline: the quoted sentence
+QUOTE_LINE = (191, 140, 0, 255)
 TERM_FILL = (255, 140, 0, 110)  # translucent orange
 TERM_LINE = (214, 96, 0, 255)
 MIN_LINE = 12  # alphanumeric characters a passage line needs to be matched on its own
@@ -87,8 +89,10 @@ def render_page(
     scale: float = 1.5,
     passage: str = "",
     terms: Iterable[str] = (),
+    quote: str = "",
 ) -> tuple[bytes, dict[str, int]]:
-    """PNG bytes of page ``page_number`` (1-based) and counts of what was highlighted.
+    """PNG bytes of page ``page_number`` (1-based) and counts of what was highlighted:
+    the passage lightly, the ``quote`` (a sentence of it) strongly, the question's terms.
 
     IndexError when the PDF has no such page.
     """
@@ -106,6 +110,9 @@ def render_page(
             ranges = passage_ranges(chars, passage) if passage.strip() else []
             for a, b in ranges:
                 passage_boxes += _rects(tp, a, b)
+            quote_boxes: list[tuple[float, float, float, float]] = []
+            for a, b in passage_ranges(chars, quote) if quote.strip() else []:
+                quote_boxes += _rects(tp, a, b)
             term_boxes: list[tuple[float, float, float, float]] = []
             for term in sorted(set(terms)):
                 if len(term) < 2:
@@ -134,9 +141,15 @@ def render_page(
     draw = ImageDraw.Draw(overlay)
     for box in passage_boxes:
         draw.rectangle(px(box, 2 * scale / 1.5), fill=PASSAGE_FILL)
+    for box in quote_boxes:
+        draw.rectangle(px(box, 2 * scale / 1.5), fill=QUOTE_FILL, outline=QUOTE_LINE)
     for box in term_boxes:
         draw.rectangle(px(box, 1), fill=TERM_FILL, outline=TERM_LINE)
     out = Image.alpha_composite(image, overlay).convert("RGB")
     buf = io.BytesIO()
     out.save(buf, format="PNG", optimize=False)
-    return buf.getvalue(), {"passage_boxes": len(passage_boxes), "term_boxes": len(term_boxes)}
+    return buf.getvalue(), {
+        "passage_boxes": len(passage_boxes),
+        "term_boxes": len(term_boxes),
+        "quote_boxes": len(quote_boxes),
+    }
