@@ -145,3 +145,13 @@ def test_interleaved_columns_are_a_multi_column_risk() -> None:
     assert multi_column_risk(interleaved)
     few = PageLayout(images=0, lines=60, side_by_side_lines=0, text_lines=60, wide_lines=2)
     assert not multi_column_risk(few)  # a full-width title over two columns
+
+
+def test_index_plan_covers_what_search_needs(safety_store: Path) -> None:
+    from sourcepage import api
+    from sourcepage.retrieval.methods import available_methods
+
+    plan = api.index_plan(safety_store, ["raw", "cleaned"])
+    assert {("raw", "bm25"), ("raw", "lsa"), ("cleaned", "bm25"), ("cleaned", "lsa")} <= set(plan)
+    assert (("raw", "dense") in plan) == ("dense" in available_methods())
+    assert ("cleaned", "dense") not in plan

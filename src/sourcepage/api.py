@@ -281,3 +281,23 @@ def filters_from_pairs(pairs: list[str] | None) -> Mapping[str, list[str]]:
             raise ValueError(f"filter {p!r} must look like field=value")
         out.setdefault(key.strip(), []).extend(v.strip() for v in value.split(",") if v.strip())
     return out
+
+
+#: the text version ``search`` reads unless told otherwise
+DEFAULT_VERSION = "raw"
+
+
+def index_plan(store: str | Path, versions: list[str]) -> list[tuple[str, str]]:
+    """(text version, base method) pairs that ``search`` with its defaults and the README's
+    examples needs on ``versions``: bm25 and lsa on each, dense on the default version when
+    its packages are installed, and the two methods of each version's stored answer policy."""
+    from sourcepage.retrieval.methods import available_methods
+
+    plan: list[tuple[str, str]] = [(v, m) for v in versions for m in ("bm25", "lsa")]
+    if DEFAULT_VERSION in versions and "dense" in available_methods():
+        plan.append((DEFAULT_VERSION, "dense"))
+    for v in versions:
+        pol = load_policy(Path(store), v)
+        if pol is not None:
+            plan += [(v, b.name) for name in (pol.sparse, pol.semantic) for b in parse_method(name).needs()]
+    return list(dict.fromkeys(plan))

@@ -17,44 +17,53 @@ def index(
     store: StoreOpt = Path(".store"),
     version: Annotated[str, typer.Option(help="raw, cleaned, enriched or all.")] = "all",
     method: Annotated[
-        str, typer.Option(help=f"Comma-separated methods ({METHOD_GRAMMAR}); their base indexes are built.")
-    ] = "bm25,lsa",
+        str | None,
+        typer.Option(
+            help=f"Comma-separated methods ({METHOD_GRAMMAR}); their base indexes are built. Default: "
+            "what `search` needs — bm25 and lsa on each version, dense on raw (when installed) and "
+            "the methods of a stored answer policy."
+        ),
+    ] = None,
 ) -> None:
     """Build (atomically) the indexes of the given methods and text versions."""
     import time
 
+    from sourcepage import api
     from sourcepage.retrieval.index import build_index, index_params, index_size_bytes
-    from sourcepage.retrieval.methods import parse_methods
+    from sourcepage.retrieval.methods import parse_method, parse_methods
     from sourcepage.store.db import Store, StoreError
 
+    versions = ["raw", "cleaned", "enriched"] if version == "all" else version.split(",")
     try:
         st = Store(store)
-        methods = [b for m in parse_methods(method) for b in m.bases()]
+        if method is None:
+            plan = [(v, parse_method(m)) for v, m in api.index_plan(store, versions)]
+        else:
+            bases = list(dict.fromkeys(b for m in parse_methods(method) for b in m.bases()))
+            plan = [(v, b) for v in versions for b in bases]
     except (StoreError, ValueError) as e:
         fail(str(e))
-    versions = ["raw", "cleaned", "enriched"] if version == "all" else version.split(",")
     t = Table(title="Indexes")
     for col in ("version", "method", "chunks", "seconds", "size"):
         t.add_column(col, justify="right" if col in ("chunks", "seconds", "size") else "left")
     with progress() as prog:
-        for v in versions:
-            for m in dict.fromkeys(methods):
-                task = prog.add_task(escape(f"{v} {m.name}"), total=None)
-                t0 = time.perf_counter()
-                try:
-                    path = build_index(
-                        st, v, m, progress=lambda d, n, task=task: prog.update(task, completed=d, total=n)
-                    )
-                except ValueError as e:
-                    fail(str(e))
-                prog.update(task, completed=1, total=1)
-                t.add_row(
-                    escape(v),
-                    m.name,
-                    str(index_params(path)["chunks"]),
-                    f"{time.perf_counter() - t0:.2f}",
-                    f"{index_size_bytes(path) / 1024:.0f} KiB",
+        for v, m in plan:
+            task = prog.add_task(escape(f"{v} {m.name}"), total=None)
+            t0 = time.perf_counter()
+            try:
+                path = build_index(
+                    st, v, m, progress=lambda d, n, task=task: prog.update(task, completed=d, total=n)
                 )
+            except ValueError as e:
+                fail(str(e))
+            prog.update(task, completed=1, total=1)
+            t.add_row(
+                escape(v),
+                m.name,
+                str(index_params(path)["chunks"]),
+                f"{time.perf_counter() - t0:.2f}",
+                f"{index_size_bytes(path) / 1024:.0f} KiB",
+            )
     out.print(t)
 
 
