@@ -155,3 +155,10 @@ def test_index_plan_covers_what_search_needs(safety_store: Path) -> None:
     assert {("raw", "bm25"), ("raw", "lsa"), ("cleaned", "bm25"), ("cleaned", "lsa")} <= set(plan)
     assert (("raw", "dense") in plan) == ("dense" in available_methods())
     assert ("cleaned", "dense") not in plan
+
+
+def test_a_list_is_stated_by_an_enumeration_not_by_any_comma() -> None:
+    assert carries("Hazards include noise, heat, and chemicals.", "list")
+    assert carries("It does not cover agriculture, construction, maritime, or drilling.", "list")
+    assert carries("Date of the inspection,", "list", "item")
+    assert not carries("Ideally, after you identify hazards, you will take steps to reduce them.", "list")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, err, escape, fail, out, progress
+from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, err, escape, fail, out, progress, ticker
 
 if TYPE_CHECKING:
     from sourcepage.judge.session import Card
@@ -159,7 +159,7 @@ def calibrate(
         st = Store(store)
         qs = read_questions(questions, known_pages=st.page_ids())
         with progress() as prog:
-            task = prog.add_task("features", total=len(qs))
+            tick = ticker(prog)
             rep = run_calibration(
                 st,
                 qs,
@@ -169,7 +169,9 @@ def calibrate(
                 target_recall=target_recall,
                 target_precision=target_precision,
                 seed=seed,
-                progress=lambda done, _total: prog.update(task, completed=done),
+                progress=lambda done, total: tick(
+                    f"answerability features ({sparse} + {semantic})", done, total
+                ),
             )
     except (StoreError, QuestionError, ValueError, RuntimeError) as e:
         fail(str(e))

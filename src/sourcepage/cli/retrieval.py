@@ -71,7 +71,8 @@ def _highlight(passage: str, spans: list[tuple[int, int]], limit: int = 400) -> 
     """Up to ``limit`` characters of a passage from shortly before its first query term,
     on one line, the terms bold."""
     start = max(0, spans[0][0] - 120) if spans else 0
-    text = Text(("…" if start else "") + passage[start : start + limit].replace("\n", " "))
+    shown = passage[start : start + limit].replace("\n", " ").replace("\ufffe", "-")  # PDFium's hyphen
+    text = Text(("…" if start else "") + shown)
     off = 1 if start else 0
     for a, b in spans:
         if a >= start and b <= start + limit:

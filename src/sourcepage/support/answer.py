@@ -114,7 +114,11 @@ ASKED: dict[str, tuple[re.Pattern[str], re.Pattern[str], str]] = {
             r"(?:kinds|types|sorts|parts|steps|items|information|properties|elements|components|jobs|"
             r"hazards|methods|measures|duties|controls)\b|\bsteps\b|\blist\b|\binclude\b"
         ),
-        re.compile(r"(?:[,;].*){2,}|:\s*[•■▪●]|\b(?:include|includes|including|following)\b", re.IGNORECASE),
+        # a sentence that enumerates: three separators, or "including A, B" / "the following …"
+        re.compile(
+            r"(?:[^,;]+[,;]){3,}|:\s*[•■▪●]|\b(?:includes?|including|such as)\b[^.]*,|\bthe following\b",
+            re.IGNORECASE,
+        ),
         "the list",
     ),
     "condition": (
@@ -141,8 +145,11 @@ def asked_facts(question: str) -> list[str]:
     return [kind for _, kind in sorted(found)]
 
 
-def carries(text: str, kind: str) -> bool:
-    """True when ``text`` states a fact of ``kind`` (a frequency, a duration, ...)."""
+def carries(text: str, kind: str, unit: str = "sentence") -> bool:
+    """True when ``text`` states a fact of ``kind`` (a frequency, a duration, ...); a list
+    is stated by a quoted list or list item (``unit``, see ``Quotable.kind``) too."""
+    if kind == "list" and unit in ("list", "item"):
+        return True
     return ASKED[kind][1].search(text) is not None
 
 
@@ -207,7 +214,7 @@ def extract_answer(
             if rel <= 0:
                 continue
             if kinds:
-                fact = rel >= MIN_RELEVANCE and any(carries(u.text, k) for k in kinds)
+                fact = rel >= MIN_RELEVANCE and any(carries(u.text, k, u.kind) for k in kinds)
             else:
                 fact = rel >= STATEMENT_RELEVANCE
             cands.append((fact and not risk, fact, rel, order, j, u, r, risk))
