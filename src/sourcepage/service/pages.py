@@ -153,7 +153,8 @@ def page_image(
         raise HTTPException(404, str(e)) from None
     headers = {
         "Cache-Control": "private, max-age=300",
-        "X-Highlight-Boxes": f"{info['passage_boxes']},{info['term_boxes']},{info['quote_boxes']}",
+        "X-Highlight-Boxes": f"{info['passage_boxes']},{info['term_boxes']}",
+        "X-Quote-Boxes": str(info["quote_boxes"]),
     }
     return Response(png, media_type="image/png", headers=headers)
 
