@@ -4,12 +4,13 @@ PY     ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+BROWSER := $(VENV)/.browser
 CORPUS ?= ../shared/corpus
 OUT    ?= out/osha6
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install test demo demo-intl lint clean
+.PHONY: install test demo demo-intl lint clean corpus
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,20 +18,31 @@ $(STAMP): pyproject.toml
 	# the CPU build of torch first (a local wheel here); otherwise pip pulls a multi-GB CUDA build
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dense,dev]'
-	# Debian's Chromium for the browser tests (Playwright drives it; no browser download)
-	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium) \
-		|| echo "chromium could not be installed: the browser test will be skipped"
 	touch $(STAMP)
+
+# Debian's Chromium for the browser tests only (Playwright drives it; no browser download)
+$(BROWSER):
+	@command -v chromium >/dev/null || { echo "installing Debian's chromium for the browser tests…"; \
+		(apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
+		|| echo "chromium could not be installed: the browser tests will be skipped"; }
+	@touch $(BROWSER)
 
 install: $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP) $(BROWSER)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests
 
-demo: $(STAMP)
+# checked before anything is installed: the demo needs the corpus folder
+corpus:
+	@test -f "$(CORPUS)/manifest.csv" || { \
+		echo "make demo needs the OSHA corpus: $(CORPUS)/manifest.csv was not found."; \
+		echo "Pass the folder that holds manifest.csv and pdf/: make demo CORPUS=/path/to/corpus"; \
+		exit 2; }
+
+demo: corpus $(STAMP)
 	$(BIN)/sourcepage eval --corpus $(CORPUS) --questions benchmarks/osha6/questions.jsonl \
 		--config benchmarks/osha6/experiment.yaml --out $(OUT)
 	@echo "report: $(OUT)/report.md"

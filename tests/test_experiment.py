@@ -135,8 +135,20 @@ def test_contract_files(result: Path) -> None:
         "By topic",
         "By question type",
         "Failures",
+        "How to read this report",
     ):
         assert heading in report
+    # the five-line summary opens the report; every feature is defined; fusion AUROC is marked
+    top = report.split("\n\n")[1].splitlines()
+    assert [line.split(":**")[0] for line in top] == [
+        "**Best retrieval",
+        "**Survives Holm correction",
+        "**Refuses best",
+        "**Quotes",
+        "**Read with care",
+    ]
+    assert "`sent_top3`:" in report and "**ms p50**:" in report
+    assert "†" in report.split("## Document level")[0]
     for f in (
         "stats.json",
         "run.json",

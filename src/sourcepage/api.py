@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +18,15 @@ from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import content_terms
 from sourcepage.store.db import Store
 from sourcepage.support.answer import extract_answer, log_answer
-from sourcepage.support.calibrate import Policy, feature_row, load_policy, policy_stamp
-from sourcepage.support.decide import Calibration, decide
+from sourcepage.support.calibrate import (
+    SENTENCE_MODEL,
+    Policy,
+    feature_row,
+    load_policy,
+    policy_stamp,
+    warm_sentence_model,
+)
+from sourcepage.support.decide import Calibration, decide, require_fact
 from sourcepage.support.features import matrix, term_weights
 
 #: how many top pages the decision and the jurisdiction notice look at
@@ -46,6 +53,7 @@ class SearchService:
         self.policy_stamp = policy_stamp(self.path, version)
         self.policy = self._load_policy()
         self._texts: dict[str, str] = {}
+        self._sentence_model_ready = False
 
     def _load_policy(self) -> Policy | None:
         p = load_policy(self.path, self.version)
@@ -83,6 +91,7 @@ class SearchService:
         filters: Filters | None = None,
         answer: bool = True,
         log: bool = False,
+        notify: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
         """See ``search``."""
         if not question.strip():
@@ -92,10 +101,13 @@ class SearchService:
         f = check_filters(filters, list(s.documents.values()))
         pol = self.policy
         t0 = time.perf_counter()
+        load_ms = self.prepare(m, notify)
+        t1 = time.perf_counter()
         # twice k pages, so that k remain after near-duplicate pages are grouped
         depth = max(2 * k, FEATURE_DEPTH) if pol and m.name in (pol.sparse, pol.semantic) else 2 * k
         ranked: dict[str, list[Hit]] = {m.name: s.ranked(m, question, depth, f)}
-        ms = (time.perf_counter() - t0) * 1000
+        rank_ms = (time.perf_counter() - t1) * 1000
+        t2 = time.perf_counter()
         groups = duplicates.group(ranked[m.name][: 2 * k], self._page_text)[:k]
         terms = content_terms(question)
         results = []
@@ -122,6 +134,16 @@ class SearchService:
             uncovered=uncovered,
             covered=router(s).codes,
         )
+        df, n = s.term_df()
+        ans = extract_answer(
+            question,
+            results,
+            decision.decision,
+            term_weights(sorted(terms), df, n),
+            texts=s.store.raw_pages([r["page"] for r in results[:3]]),
+        )
+        decision = require_fact(decision, ans)
+        decide_ms = (time.perf_counter() - t2) * 1000
         support = None
         if cal:
             c, feats = cal
@@ -146,12 +168,15 @@ class SearchService:
                 **route.as_dict(),
                 "applied": bool(route.jurisdictions) and "route" in _kinds(m) and "jurisdiction" not in f,
             },
-            "query_ms": round(ms, 3),
+            "query_ms": round((time.perf_counter() - t0) * 1000, 3),
+            "timings_ms": {
+                "load": round(load_ms, 3),
+                "rank": round(rank_ms, 3),
+                "decide": round(decide_ms, 3),
+            },
             "results": results,
         }
         if answer:
-            df, n = s.term_df()
-            ans = extract_answer(question, results, decision.decision, term_weights(sorted(terms), df, n))
             if log:
                 log_answer(self.path, question, m.name, decision.decision, ans)
             out["answer"] = ans
@@ -178,6 +203,30 @@ class SearchService:
             "title": d.title,
             "jurisdiction": d.jurisdiction,
         }
+
+    def prepare(self, method: Method, notify: Callable[[str], None] | None = None) -> float:
+        """Load (or, on first use, build) every index and model a search with ``method``
+        needs — its own and the answer policy's — and return the milliseconds it took
+        (0 once loaded). ``notify`` hears what is about to be loaded or built."""
+        t0 = time.perf_counter()
+        pol = self.policy
+        names = [method.name] + ([pol.sparse, pol.semantic] if pol else [])
+        missing = [
+            b
+            for name in dict.fromkeys(names)
+            for b in parse_method(name).needs()
+            if not self.searcher.has_index(b)
+        ]
+        if missing and notify:
+            notify("loading " + ", ".join(dict.fromkeys(b.name for b in missing)) + f" ({self.version} text)")
+        for b in dict.fromkeys(missing):
+            self.searcher.index(b, notify)
+        if pol is not None and not self._sentence_model_ready:
+            if notify:
+                notify(f"loading the sentence model of the answer policy ({SENTENCE_MODEL})")
+            warm_sentence_model()
+            self._sentence_model_ready = True
+        return (time.perf_counter() - t0) * 1000
 
     def _result(self, h: Hit, terms: set[str]) -> dict[str, Any]:
         """One hit with its provenance (spec §5)."""
@@ -255,13 +304,16 @@ def search(
     answer: bool = True,
     log: bool = False,
     build: bool = True,
+    notify: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Ranked source pages with provenance (``method`` None: ``default_method()``, measured
     on the dev splits), a support decision (spec §5) and, unless
     the decision is refuse, quoted supporting sentences with citations (appended to
     ``<store>/answers.jsonl``, apart from retrieval, when ``log`` is set). ``build``:
-    build a missing or stale index first (else IndexMissing)."""
-    return service(store, version, build).search(question, method, k, filters, answer, log)
+    build a missing or stale index first (else IndexMissing). ``query_ms`` is the whole call;
+    ``timings_ms`` splits it into ``load`` (indexes and models, built on first use — ``notify``
+    hears about it), ``rank`` and ``decide`` (features, decision and quotes)."""
+    return service(store, version, build).search(question, method, k, filters, answer, log, notify)
 
 
 def documents(store: str | Path) -> list[dict[str, Any]]:
@@ -281,3 +333,23 @@ def filters_from_pairs(pairs: list[str] | None) -> Mapping[str, list[str]]:
             raise ValueError(f"filter {p!r} must look like field=value")
         out.setdefault(key.strip(), []).extend(v.strip() for v in value.split(",") if v.strip())
     return out
+
+
+#: the text version ``search`` reads unless told otherwise
+DEFAULT_VERSION = "raw"
+
+
+def index_plan(store: str | Path, versions: list[str]) -> list[tuple[str, str]]:
+    """(text version, base method) pairs that ``search`` with its defaults and the README's
+    examples needs on ``versions``: bm25 and lsa on each, dense on the default version when
+    its packages are installed, and the two methods of each version's stored answer policy."""
+    from sourcepage.retrieval.methods import available_methods
+
+    plan: list[tuple[str, str]] = [(v, m) for v in versions for m in ("bm25", "lsa")]
+    if DEFAULT_VERSION in versions and "dense" in available_methods():
+        plan.append((DEFAULT_VERSION, "dense"))
+    for v in versions:
+        pol = load_policy(Path(store), v)
+        if pol is not None:
+            plan += [(v, b.name) for name in (pol.sparse, pol.semantic) for b in parse_method(name).needs()]
+    return list(dict.fromkeys(plan))

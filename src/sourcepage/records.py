@@ -105,6 +105,10 @@ class PageAudit:
     multi_column_risk: bool
     spacing_artifact: bool
     contents_page: bool = False
+    #: the columns run together line by line in the extracted text (a multi-column risk
+    #: too; stored as multi_column_risk = 2, so the text of such a page is never trusted
+    #: as a quote that answers)
+    interleaved_columns: bool = False
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ def pid(page: str) -> str:
 
 
 def _strip_timing(res: dict) -> dict:
-    return {k: v for k, v in res.items() if k != "query_ms"}
+    return {k: v for k, v in res.items() if k not in ("query_ms", "timings_ms")}
 
 
 # --------------------------------------------------------------------------- search

@@ -121,3 +121,31 @@ def test_search_view_and_review_in_chromium(server: tuple[str, str]) -> None:
     assert reviews[0]["reviewer"] == "ada" and reviews[0]["decision"] == "answer"
     assert reviews[0]["pages"] == [page_id]
     assert reviews[0]["question"].startswith("What hearing protection")
+
+
+def test_phone_width_quotes_and_citations_in_chromium(server: str) -> None:
+    """At 390 px (a phone) neither the results nor the page view scrolls sideways; a
+    citation link carries the question, the chunk and the quote, and the page view marks
+    the quoted sentence; the site has an icon."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 390, "height": 844})
+            page.goto(server + "/?q=Who+may+remove+a+lock+from+the+group+lockbox%3F&method=bm25&k=10")
+            page.wait_for_selector("ol.cards li.card")
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
+            page.screenshot(path=str(ARTIFACTS / "results-390.png"), full_page=True)
+            cite = page.locator(".quotes a.cite").first
+            href = cite.get_attribute("href") or ""
+            assert "q=Who+may+remove" in href and "chunk=" in href and "quote=" in href
+            cite.click()
+            page.wait_for_selector("figure.page-image img")
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
+            assert page.locator("pre.page-text mark.quote").count() > 0
+            assert page.locator(".banner").get_attribute("data-decision") in ("answer", "review")
+            page.screenshot(path=str(ARTIFACTS / "view-390.png"), full_page=True)
+        finally:
+            browser.close()
+    icon = httpx.get(server + "/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/x-icon"

@@ -9,18 +9,27 @@ a markup string.
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.text import Text
 
 from sourcepage.retrieval.methods import METHOD_GRAMMAR
 
-__all__ = ["METHOD_GRAMMAR", "StoreOpt", "Text", "err", "escape", "fail", "out", "progress"]
+__all__ = ["METHOD_GRAMMAR", "StoreOpt", "Text", "err", "escape", "fail", "out", "progress", "ticker"]
 
 # a pipe or a file gets a wide table rather than rich's 80-column default
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -31,16 +40,44 @@ StoreOpt = Annotated[Path, typer.Option("--store", help="Store directory.")]
 
 
 def progress() -> Progress:
-    """Progress bars on stderr, shown only on a terminal."""
+    """Progress bars on stderr with elapsed time and an estimate of the time left, shown
+    on a terminal (``ticker`` prints one line a step elsewhere)."""
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
         console=err,
         transient=False,
         disable=not err.is_terminal,
     )
+
+
+def ticker(prog: Progress) -> Callable[[str, int, int], None]:
+    """A ``progress(label, done, total)`` callback with one bar per label; when the bars
+    are off (not a terminal: a log, a pipe) it prints a line when a step starts and one
+    when it ends, with its time, so a long run is never silent."""
+    tasks: dict[str, Any] = {}
+    started: dict[str, float] = {}
+
+    def tick(label: str, done: int, total: int) -> None:
+        if prog.disable:
+            if label not in started:
+                started[label] = time.perf_counter()
+                err.print(Text(f"{label} …"), highlight=False)
+            if done >= total and started.get(label, 0) >= 0:
+                err.print(
+                    Text(f"{label}: done in {time.perf_counter() - started[label]:.1f} s"), highlight=False
+                )
+                started[label] = -1.0
+            return
+        if label not in tasks:
+            tasks[label] = prog.add_task(escape(label), total=total)
+        prog.update(tasks[label], completed=done, total=total)
+
+    return tick
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

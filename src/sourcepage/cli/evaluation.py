@@ -9,22 +9,10 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, err, escape, fail, out, progress
+from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, err, escape, fail, out, progress, ticker
 
 #: what a benchmark row of a peer package that is not installed says
 NOT_INSTALLED = "not installed"
-
-
-def _ticker(prog: Any) -> Any:
-    """A ``progress(label, done, total)`` callback with one bar per label."""
-    tasks: dict[str, Any] = {}
-
-    def tick(label: str, done: int, total: int) -> None:
-        if label not in tasks:
-            tasks[label] = prog.add_task(escape(label), total=total)
-        prog.update(tasks[label], completed=done, total=total)
-
-    return tick
 
 
 def eval_(
@@ -83,7 +71,7 @@ def eval_(
         fail(str(e))
     with progress() as prog:
         try:
-            m = run_experiment(corpus, questions, out_dir, design=design, store=store, progress=_ticker(prog))
+            m = run_experiment(corpus, questions, out_dir, design=design, store=store, progress=ticker(prog))
         except ValueError as e:  # ManifestError and QuestionError among them
             fail(str(e))
     q = m["questions"]
@@ -132,7 +120,7 @@ def _eval_beir(
                 (versions or "raw").split(","),
                 split,
                 store,
-                _ticker(prog),
+                ticker(prog),
                 title_in_text=title_in_text,
                 ignore_identical_ids=not keep_identical_ids,
                 **({"bootstrap": bootstrap} if bootstrap is not None else {}),

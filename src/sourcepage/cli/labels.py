@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, err, escape, fail, out, progress
+from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, err, escape, fail, out, progress, ticker
 
 if TYPE_CHECKING:
     from sourcepage.judge.session import Card
@@ -165,7 +165,7 @@ def calibrate(
         qs = read_questions(questions, known_pages=st.page_ids())
         check_classes(qs, questions)
         with progress() as prog:
-            task = prog.add_task("features", total=len(qs))
+            tick = ticker(prog)
             rep = run_calibration(
                 st,
                 qs,
@@ -175,7 +175,9 @@ def calibrate(
                 target_recall=target_recall,
                 target_precision=target_precision,
                 seed=seed,
-                progress=lambda done, _total: prog.update(task, completed=done),
+                progress=lambda done, total: tick(
+                    f"answerability features ({sparse} + {semantic})", done, total
+                ),
             )
     except (StoreError, QuestionError, ValueError, RuntimeError) as e:
         fail(str(e))

@@ -10,51 +10,60 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, escape, fail, out, progress
+from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, err, escape, fail, out, progress
 
 
 def index(
     store: StoreOpt = Path(".store"),
     version: Annotated[str, typer.Option(help="raw, cleaned, enriched or all.")] = "all",
     method: Annotated[
-        str, typer.Option(help=f"Comma-separated methods ({METHOD_GRAMMAR}); their base indexes are built.")
-    ] = "bm25,lsa",
+        str | None,
+        typer.Option(
+            help=f"Comma-separated methods ({METHOD_GRAMMAR}); their base indexes are built. Default: "
+            "what `search` needs — bm25 and lsa on each version, dense on raw (when installed) and "
+            "the methods of a stored answer policy."
+        ),
+    ] = None,
 ) -> None:
     """Build (atomically) the indexes of the given methods and text versions."""
     import time
 
+    from sourcepage import api
     from sourcepage.retrieval.index import build_index, index_params, index_size_bytes
-    from sourcepage.retrieval.methods import parse_methods
+    from sourcepage.retrieval.methods import parse_method, parse_methods
     from sourcepage.store.db import Store, StoreError
 
+    versions = ["raw", "cleaned", "enriched"] if version == "all" else version.split(",")
     try:
         st = Store(store)
-        methods = [b for m in parse_methods(method) for b in m.bases()]
+        if method is None:
+            plan = [(v, parse_method(m)) for v, m in api.index_plan(store, versions)]
+        else:
+            bases = list(dict.fromkeys(b for m in parse_methods(method) for b in m.bases()))
+            plan = [(v, b) for v in versions for b in bases]
     except (StoreError, ValueError) as e:
         fail(str(e))
-    versions = ["raw", "cleaned", "enriched"] if version == "all" else version.split(",")
     t = Table(title="Indexes")
     for col in ("version", "method", "chunks", "seconds", "size"):
         t.add_column(col, justify="right" if col in ("chunks", "seconds", "size") else "left")
     with progress() as prog:
-        for v in versions:
-            for m in dict.fromkeys(methods):
-                task = prog.add_task(escape(f"{v} {m.name}"), total=None)
-                t0 = time.perf_counter()
-                try:
-                    path = build_index(
-                        st, v, m, progress=lambda d, n, task=task: prog.update(task, completed=d, total=n)
-                    )
-                except ValueError as e:
-                    fail(str(e))
-                prog.update(task, completed=1, total=1)
-                t.add_row(
-                    escape(v),
-                    m.name,
-                    str(index_params(path)["chunks"]),
-                    f"{time.perf_counter() - t0:.2f}",
-                    f"{index_size_bytes(path) / 1024:.0f} KiB",
+        for v, m in plan:
+            task = prog.add_task(escape(f"{v} {m.name}"), total=None)
+            t0 = time.perf_counter()
+            try:
+                path = build_index(
+                    st, v, m, progress=lambda d, n, task=task: prog.update(task, completed=d, total=n)
                 )
+            except ValueError as e:
+                fail(str(e))
+            prog.update(task, completed=1, total=1)
+            t.add_row(
+                escape(v),
+                m.name,
+                str(index_params(path)["chunks"]),
+                f"{time.perf_counter() - t0:.2f}",
+                f"{index_size_bytes(path) / 1024:.0f} KiB",
+            )
     out.print(t)
 
 
@@ -62,7 +71,8 @@ def _highlight(passage: str, spans: list[tuple[int, int]], limit: int = 400) -> 
     """Up to ``limit`` characters of a passage from shortly before its first query term,
     on one line, the terms bold."""
     start = max(0, spans[0][0] - 120) if spans else 0
-    text = Text(("…" if start else "") + passage[start : start + limit].replace("\n", " "))
+    shown = passage[start : start + limit].replace("\n", " ").replace("\ufffe", "-")  # PDFium's hyphen
+    text = Text(("…" if start else "") + shown)
     off = 1 if start else 0
     for a, b in spans:
         if a >= start and b <= start + limit:
@@ -97,7 +107,16 @@ def search(
         fail(f"-k must be between 1 and 100, got {k}")
     try:
         filters = api.filters_from_pairs(filter_)
-        res = api.search(question, store, method=method, k=k, version=version, filters=filters, log=True)
+        res = api.search(
+            question,
+            store,
+            method=method,
+            k=k,
+            version=version,
+            filters=filters,
+            log=True,
+            notify=lambda note: err.print(Text(note + " …", style="dim")),
+        )
     except (StoreError, ValueError, RuntimeError) as e:
         fail(str(e))
     if as_json:
@@ -132,9 +151,20 @@ def search(
             "as interchangeable.",
             highlight=False,
         )
+    tm = res.get("timings_ms")
+    if tm:
+        out.print(
+            Text(
+                f"{res['query_ms']:.0f} ms: load {tm['load']:.0f} (indexes and models)"
+                f" · rank {tm['rank']:.1f} · decide {tm['decide']:.1f} (decision and quotes)",
+                style="dim",
+            )
+        )
     ans = res.get("answer") or {}
     if ans.get("quotes"):
-        out.print(Text(f"\nsupporting sentences ({ans['status']}):", style="bold"))
+        label = "supporting sentences" if ans["status"] == "answer" else "draft quotes for the reviewer"
+        found = "" if ans.get("fact_found", True) else f" — none states what was asked ({ans['asked']})"
+        out.print(Text(f"\n{label}{found}:", style="bold"))
         for q in ans["quotes"]:
             out.print(f"  \u201c{q['text']}\u201d {q['citation']}", highlight=False, markup=False)
     for r in res["results"][:3]:

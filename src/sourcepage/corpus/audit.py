@@ -51,11 +51,21 @@ def contents_page(text: str) -> bool:
 def multi_column_risk(layout: PageLayout) -> bool:
     """True when text sits in two columns: at least 4 lines (and 20% of lines) with
     side-by-side rectangles, or at least 5 column-wide text runs in each half of the
-    page making up 15% of the lines or more. Conservative: a risk flag, not a label."""
+    page making up 15% of the lines or more, or — columns interleaved in the text
+    itself, as in OSHA 3170 — at least 3 PDFium text lines (and 10% of the lines of 20
+    characters or more) wider than 1.6 × the median line, where one line joins text of
+    two columns (``extract._line_widths``). Conservative: a risk flag, not a label."""
     n = max(layout.lines, 1)
     side = layout.side_by_side_lines >= 4 and layout.side_by_side_lines >= 0.2 * n
     cols = min(layout.left_column_rects, layout.right_column_rects)
-    return side or (cols >= 5 and cols >= 0.15 * n)
+    return side or (cols >= 5 and cols >= 0.15 * n) or interleaved_columns(layout)
+
+
+def interleaved_columns(layout: PageLayout) -> bool:
+    """True when the extracted text runs two columns together line by line: at least 3
+    PDFium text lines (and 10% of the lines of 20 characters or more) wider than
+    ``extract.WIDE_LINE`` × the median line."""
+    return layout.wide_lines >= 3 and layout.wide_lines >= 0.1 * layout.text_lines
 
 
 def audit_page(text: str, layout: PageLayout) -> PageAudit:
@@ -69,6 +79,7 @@ def audit_page(text: str, layout: PageLayout) -> PageAudit:
         multi_column_risk=multi_column_risk(layout),
         spacing_artifact=spacing_artifact(text),
         contents_page=contents_page(text),
+        interleaved_columns=interleaved_columns(layout),
     )
 
 

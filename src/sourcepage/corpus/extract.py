@@ -9,6 +9,7 @@ with the engine.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,8 @@ class PageLayout:
     side_by_side_lines: int
     left_column_rects: int = 0
     right_column_rects: int = 0
+    text_lines: int = 0  # PDFium text lines of 20 characters or more
+    wide_lines: int = 0  # of those, lines wider than 1.6 × their median width
 
 
 @dataclass(frozen=True)
@@ -72,13 +75,46 @@ def _layout(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage) -> PageLayout:
     wide_rects = [r for r in rects if r[2] - r[0] >= 0.2 * width]
     left = sum(1 for r in wide_rects if r[2] <= 0.55 * width)
     right = sum(1 for r in wide_rects if r[0] >= 0.45 * width)
+    widths = _line_widths(textpage)
+    median = sorted(widths)[len(widths) // 2] if widths else 0.0
     return PageLayout(
         images=images,
         lines=len(lines),
         side_by_side_lines=side,
         left_column_rects=left,
         right_column_rects=right,
+        text_lines=len(widths),
+        wide_lines=sum(1 for w in widths if w > WIDE_LINE * median),
     )
+
+
+#: a text line this many times wider than the page's median line holds two columns' text
+WIDE_LINE = 1.6
+
+
+def _line_widths(textpage: pdfium.PdfTextPage) -> list[float]:
+    """Width in points of every PDFium text line of 20 characters or more: from the left
+    edge of its first character to the right edge of its last (two character boxes a
+    line, so the audit stays cheap). Where PDFium reads two columns across, as in OSHA
+    3170's text, a line joins a left-column line and a right-column line, so the widths
+    fall into two groups, one about twice the other; a one-column or a correctly ordered
+    two-column page has lines of about one width."""
+    text = textpage.get_text_range()
+    if len(text) != textpage.count_chars():  # characters outside the BMP shift the indexes
+        return []
+    out: list[float] = []
+    for m in re.finditer(r"[^\r\n]+", text):
+        line = m.group(0)
+        body = line.strip()
+        if len(body) < 20:
+            continue
+        first = m.start() + (len(line) - len(line.lstrip()))
+        last = m.start() + len(line.rstrip()) - 1
+        x0 = textpage.get_charbox(first)[0]
+        x1 = textpage.get_charbox(last)[2]
+        if x1 > x0:
+            out.append(x1 - x0)
+    return out
 
 
 def _open(path: Path) -> pdfium.PdfDocument:

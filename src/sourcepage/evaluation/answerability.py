@@ -14,7 +14,7 @@ for each single method's calibrated top-score threshold, and a risk–coverage c
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ import numpy as np
 
 from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
+from sourcepage.evaluation.answers import evaluate_quotes
 from sourcepage.evaluation.relevance import Run
 from sourcepage.records import Hit, Question
 from sourcepage.retrieval.search import Searcher
@@ -119,9 +120,11 @@ def evaluate_support(
     n_boot: int = 20000,
     target_recall: float = 0.95,
     folds: int = 5,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """answerability.json's content: one entry per text version with a method pair.
-    ``results``: (version, method) → the run's ranked hits."""
+    ``results``: (version, method) → the run's ranked hits; ``progress(label, done,
+    total)`` hears each question's features (the sentence model makes them slow)."""
     hits = {
         (v, m, qid): [Hit(i, h.page, float(h.score), h.chunk_id) for i, h in enumerate(ranked, 1)]
         for (v, m), run in results.items()
@@ -140,15 +143,12 @@ def evaluate_support(
         if pair is None or version not in searchers:
             continue
         sparse, semantic = pair
-        feats = [
-            feature_row(
-                searchers[version],
-                q.question,
-                hits.get((version, sparse, q.id), []),
-                hits.get((version, semantic, q.id), []),
-            )
-            for q in qs
-        ]
+        feats = []
+        for i, q in enumerate(qs, 1):
+            a, b = hits.get((version, sparse, q.id), []), hits.get((version, semantic, q.id), [])
+            feats.append(feature_row(searchers[version], q.question, a, b))
+            if progress:
+                progress(f"answerability features {version}", i, len(qs))
         single = {
             m: [(hits.get((version, m, q.id)) or [Hit(0, "", -math.inf, "")])[0].score for q in qs]
             for v, m in runs
@@ -156,6 +156,9 @@ def evaluate_support(
         }
         cv = cross_validate(feats, qs, single, target_recall=target_recall, folds=folds, seed=seed)
         prob = cv["probability"]
+        quotes = evaluate_quotes(
+            searchers[version], qs, {q.id: hits.get((version, sparse, q.id), []) for q in qs}, cv["decision"]
+        )
         entry: dict[str, Any] = {
             "sparse": sparse,
             "semantic": semantic,
@@ -180,6 +183,8 @@ def evaluate_support(
                 for m, sc in single.items()
             },
             "risk_coverage": [[round(c, 4), round(r, 4)] for c, r in risk_coverage(prob, cv["labels"])],
+            "quotes": quotes,
+            "decisions_with_quote_rule": decision_shares([r["decision"] for r in quotes["per_question"]], qs),
             "per_question": [
                 {
                     "question_id": q.id,

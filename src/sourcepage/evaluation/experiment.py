@@ -166,6 +166,7 @@ class Design:
                 bm.get("variant", "robertson"),
                 int(lsa.get("dims", 256)),
                 d.seed,
+                lsa_min_df=int(lsa.get("min_df", 3)),
             )
             d.rrf_k = int(raw.get("rrf", {}).get("k", RRF_K))
             d.engine = raw.get("engine", "pypdfium2")
@@ -184,7 +185,7 @@ _SECTIONS: dict[str, set[str]] = {
     "clean": {"headers_footers", "dehyphenate", "whitespace"},
     "enrich_fields": set(),
     "bm25": {"k1", "b", "variant"},
-    "lsa": {"dims"},
+    "lsa": {"dims", "min_df"},
     "rrf": {"k"},
     "tokenizer": {"stopwords", "stem"},
     "engine": set(),
@@ -342,7 +343,13 @@ class QuestionsBenchmark(Benchmark):
 
         t0 = time.perf_counter()
         support = evaluate_support(
-            ctx.results, self.questions, ctx.runs, ctx.searchers, seed=self.seed, n_boot=self.bootstrap
+            ctx.results,
+            self.questions,
+            ctx.runs,
+            ctx.searchers,
+            seed=self.seed,
+            n_boot=self.bootstrap,
+            progress=ctx.progress,
         )
         ctx.timings["answerability_s"] = round(time.perf_counter() - t0, 3)
         write_json(ctx.out / "answerability.json", support)

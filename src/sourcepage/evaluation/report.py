@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sourcepage.evaluation.summary import FUSION_MARK, glossary, is_fusion, quotes_section, summary_lines
 from sourcepage.records import Question
 from sourcepage.store.files import write_text
 from sourcepage.vocabulary import ANSWERABILITIES, NEGATIVES, TABLE_METRICS
@@ -48,8 +50,9 @@ def figures(
     qs: Sequence[Question],
     runs: Sequence[tuple[str, str]],
 ) -> list[str]:
-    """Hit@3 by topic and method per text version (the study's Figure 2) and the
-    answerability score distributions by class. Returns the PNG file names."""
+    """Hit@3 by topic and method per text version (the study's Figure 2), with the value
+    and the number of questions on the bars, and the answerability grid. Returns the PNG
+    file names."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -63,45 +66,89 @@ def figures(
         topics = sorted({t for m in methods for t in hit3.get((v, m), {})})
         if not topics:
             continue
-        fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(topics)), 3.6), dpi=120)
+        counts = {t: max(hit3.get((v, m), {}).get(t, (0, 0))[1] for m in methods) for t in topics}
+        fig, ax = plt.subplots(figsize=(max(6.4, 1.9 * len(topics)), 4.2), dpi=120)
         width = 0.8 / max(len(methods), 1)
         for i, m in enumerate(methods):
             ys = [hit3.get((v, m), {}).get(t, (0, 0))[0] for t in topics]
-            ax.bar([j + i * width for j in range(len(topics))], ys, width, label=m)
-        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(topics))], topics)
-        ax.set_ylim(0, 1)
+            bars = ax.bar([j + i * width for j in range(len(topics))], ys, width, label=m)
+            ax.bar_label(bars, labels=[f"{y:.2f}" for y in ys], fontsize=7, padding=1)
+        ax.set_xticks(
+            [j + 0.4 - width / 2 for j in range(len(topics))],
+            [f"{t}\n(n = {counts[t]})" for t in topics],
+        )
+        ax.set_ylim(0, 1.12)
         ax.set_ylabel("Hit@3 (page level)")
-        ax.set_title(f"Hit@3 by topic and method — {v} text")
-        ax.legend(fontsize=8, loc="upper right")
+        ax.set_title(f"Hit@3 by topic and method — {v} text (n = answerable questions)", fontsize=10)
+        ax.legend(
+            fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=len(methods), frameon=False
+        )
         fig.tight_layout()
         name = f"hit3_by_topic_{v}.png"
         fig.savefig(out / name, metadata={"Software": None})
         plt.close(fig)
         names.append(name)
-    classes = ANSWERABILITIES
-    fig, axes = plt.subplots(1, len(runs), figsize=(2.6 * len(runs), 3.4), dpi=120, squeeze=False)
-    for ax, (v, m) in zip(axes[0], runs, strict=True):
-        data = [
-            [
-                r["top_score"]
-                for r in per_q
-                if r["text_version"] == v
-                and r["method"] == m
-                and r["answerability"] == c
-                and r["top_score"] is not None
-            ]
-            for c in classes
-        ]
-        ax.boxplot(data, showfliers=True)
-        ax.set_xticks(range(1, 4), ["ans", "unsup", "ood"], fontsize=8)
-        ax.set_title(f"{v}\n{m}", fontsize=8)
-    axes[0][0].set_ylabel("top page score")
-    fig.suptitle("Answerability: top page score by question class", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out / "answerability_scores.png", metadata={"Software": None})
-    plt.close(fig)
-    names.append("answerability_scores.png")
+    names.append(answerability_grid(out, per_q, runs))
     return names
+
+
+def answerability_grid(out: Path, per_q: Sequence[Mapping[str, Any]], runs: Sequence[tuple[str, str]]) -> str:
+    """Small multiples, one panel a run (rows: text versions, columns: methods), on one
+    shared scale: each question's top page score as a percentile rank among the run's
+    questions (0 = lowest, 1 = highest; ties share their mean rank), since BM25, LSA, dense
+    and fusion scores have unrelated units and outliers. That is the scale AUROC reads.
+    Points by question class with their n, and the class medians."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from scipy.stats import rankdata
+
+    versions = list(dict.fromkeys(v for v, _ in runs))
+    methods = list(dict.fromkeys(m for _, m in runs))
+    fig, axes = plt.subplots(
+        len(versions),
+        len(methods),
+        figsize=(1.9 + 2.1 * len(methods), 0.7 + 2.3 * len(versions)),
+        dpi=120,
+        sharey=True,
+        squeeze=False,
+    )
+    labels = {"answerable": "ans", "unsupported": "unsup", "out_of_domain": "ood"}
+    for r, v in enumerate(versions):
+        for c, m in enumerate(methods):
+            ax = axes[r][c]
+            if (v, m) not in runs:
+                ax.set_axis_off()
+                continue
+            rows = [
+                x for x in per_q if x["text_version"] == v and x["method"] == m and x["top_score"] is not None
+            ]
+            ranks = rankdata([float(x["top_score"]) for x in rows]) if rows else []
+            pct = [(r - 1) / max(len(rows) - 1, 1) for r in ranks]
+            for k, cls in enumerate(ANSWERABILITIES):
+                ys = sorted(p for p, x in zip(pct, rows, strict=True) if x["answerability"] == cls)
+                xs = [k + 0.18 * ((i % 5) - 2) / 2 for i in range(len(ys))]
+                ax.scatter(xs, ys, s=9, alpha=0.7)
+                if ys:
+                    ax.hlines(ys[len(ys) // 2], k - 0.3, k + 0.3, color="black", linewidth=1.2)
+            n = {cls: sum(x["answerability"] == cls for x in rows) for cls in ANSWERABILITIES}
+            ax.set_xticks(range(3), [f"{labels[c]}\nn={n[c]}" for c in ANSWERABILITIES], fontsize=7)
+            ax.set_ylim(-0.05, 1.05)
+            mark = f" {FUSION_MARK}" if is_fusion(m) else ""
+            ax.set_title(f"{v} · {m}{mark}", fontsize=8)
+            ax.tick_params(axis="y", labelsize=7)
+        axes[r][0].set_ylabel("top page score, percentile\nrank in its run", fontsize=7)
+    fig.suptitle(
+        "Answerability: top page score by question class (bar = median; "
+        f"{FUSION_MARK} fusion scores are rank agreement, not calibrated)",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    name = "answerability_scores.png"
+    fig.savefig(out / name, metadata={"Software": None})
+    plt.close(fig)
+    return name
 
 
 def write_report(
@@ -119,12 +166,12 @@ def write_report(
     c = metrics["questions"]
     parts = [
         "# sourcepage evaluation report\n",
-        f"Questions: {c['answerable']} answerable, {c['unsupported']} unsupported (near-domain), "
-        f"{c['out_of_domain']} out-of-domain. Retrieval metrics are means over the answerable "
-        "questions, on unique pages after chunk hits are collapsed to pages, over the first 20 "
-        "ranks. AUROC separates answerable questions from the negatives by the top page score. "
-        "The relevance labels are a silver standard: read the results as exploratory, CIs first.\n",
-        "## Page-level retrieval (Table 4 layout)\n",
+        "".join(f"{line}  \n" for line in summary_lines(metrics, stats, support)),
+        f"\nQuestions: {c['answerable']} answerable, {c['unsupported']} unsupported (near-domain), "
+        f"{c['out_of_domain']} out-of-domain. The relevance labels are a silver standard: read the "
+        "results as exploratory, CIs first.\n",
+        glossary(),
+        "\n## Page-level retrieval (Table 4 layout)\n",
         _table(
             [
                 "version",
@@ -147,12 +194,15 @@ def write_report(
                     r["text_version"],
                     r["method"],
                     *(_f(r[k]) for k in TABLE_METRICS),
-                    *(_f(r["auroc"][k]) for k in NEGATIVES),
+                    *(_f(r["auroc"][k]) + _mark(r["method"]) for k in NEGATIVES),
                     _f(r["query_ms"]["p50"], 2),
                 ]
                 for r in metrics["runs"]
             ],
         ),
+        f"\n{FUSION_MARK} not a calibrated score (see “How to read this report”).\n"
+        if any(is_fusion(r["method"]) for r in metrics["runs"])
+        else "",
         "\n## Document level against page level\n",
         "A document hit counts when any page of a labelled document is among the first k distinct "
         "documents; the gap to page Hit@k is evidence the document-level view hides.\n\n",
@@ -204,7 +254,8 @@ def write_report(
                         for k in ("mrr", "hit@3", "ndcg@10", "ndcg_graded@10")
                     ),
                     *(
-                        f"{_f(ci['auroc'][k][0])} [{_f(ci['auroc'][k][1])}, {_f(ci['auroc'][k][2])}]"
+                        f"{_f(ci['auroc'][k][0])}{_mark(m)} "
+                        f"[{_f(ci['auroc'][k][1])}, {_f(ci['auroc'][k][2])}]"
                         for k in ("broad", "near_domain")
                     ),
                     _f(
@@ -299,6 +350,7 @@ def write_report(
         )
     if support and support["versions"]:
         parts.append(support_section(support))
+        parts.append(quotes_section(support))
     qtext = {q.id: q for q in qs}
     parts.append(
         "\n## Failures: the worst answerable questions per run\n\n"
@@ -324,7 +376,9 @@ def write_report(
                             r["question_id"],
                             r["topic"],
                             r["type"],
-                            qtext[r["question_id"]].question[:90].replace("|", "/"),
+                            textwrap.shorten(qtext[r["question_id"]].question, 100, placeholder=" …").replace(
+                                "|", "/"
+                            ),
                             r["first_relevant_rank"] or ">20",
                             r["top_page"] or "–",
                         ]
@@ -343,6 +397,11 @@ def write_report(
     text = re.sub(r"\n+(#+ )", r"\n\n\1", "".join(parts))  # a blank line before every heading
     text = re.sub(r"(#+ [^\n]*)\n+", r"\1\n\n", text)  # and after it
     return write_text(out / "report.md", re.sub(r"\n{3,}", "\n\n", text))
+
+
+def _mark(method: str) -> str:
+    """The rank-fusion mark on an AUROC (not a calibrated score)."""
+    return FUSION_MARK if is_fusion(method) else ""
 
 
 def _ci(x: Sequence[float]) -> str:
@@ -382,10 +441,21 @@ def support_section(support: Mapping[str, Any]) -> str:
                 ),
             ]
         ]
+        dq = e.get("decisions_with_quote_rule")
+        if dq:
+            rows.append(
+                [
+                    "classifier + quote rule: answer / review / refuse",
+                    *(
+                        f"{_pct(dq[c]['answer'])} / {_pct(dq[c]['review'])} / {_pct(dq[c]['refuse'])}"
+                        for c in ANSWERABILITIES
+                    ),
+                ]
+            )
         for m, sm in e["single_method"].items():
             rows.append(
                 [
-                    f"{m} top score: answer / refuse",
+                    f"{m}{_mark(m)} top score: answer / refuse",
                     *(f"{_pct(sm[c]['answer'])} / {_pct(sm[c]['refuse'])}" for c in ANSWERABILITIES),
                 ]
             )

@@ -94,6 +94,7 @@ class Context:
     metrics: dict[str, Any] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # the adapter's own results
+    progress: Progress | None = None  # the caller's progress callback, for the adapter's stages
 
 
 class Benchmark(ABC):
@@ -261,6 +262,7 @@ def run_benchmark(
         qrels=prep.qrels,
         evaluated=prep.qrels.relevant_ids(),
         timings={"ingest_s": round(prep.ingest_s, 3)},
+        progress=progress,
     )
     try:
         _rank(bench, prep.store, ctx, progress)
@@ -297,7 +299,7 @@ def _rank(bench: Benchmark, st: Store, ctx: Context, progress: Progress | None) 
         if version not in ctx.searchers:
             if not bench.keep_searchers:
                 ctx.searchers.clear()
-            cb = (lambda m, d, t, v=version: progress(f"embedding {v} {m}", d, t)) if progress else None
+            cb = progress  # index builds report "<method> index (<version>, first use)"
             ctx.searchers[version] = Searcher(
                 st, version, bench.index_settings, progress=cb, **bench.searcher_options
             )

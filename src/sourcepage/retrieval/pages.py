@@ -18,6 +18,7 @@ eligible chunk is in. Tested against the full collapse.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -195,4 +196,32 @@ def _rank(
     return [
         Hit(rank=r, page_id=page_ids[p[j]], score=float(s[j]), chunk_id=chunk_ids[idx[j]])
         for r, j in enumerate(ranked, 1)
+    ]
+
+
+_NAVIGATION = re.compile(
+    r"\b(?:table of contents|contents pages?|which (?:chapter|section|part)s?\b|where in (?:the|this) "
+    r"(?:booklet|document|guide|publication|manual))",
+    re.IGNORECASE,
+)
+
+
+def navigation_question(question: str) -> bool:
+    """True for a question about where things are in a document ("which section covers …"),
+    the one kind a table of contents answers."""
+    return _NAVIGATION.search(question) is not None
+
+
+def contents_last(hits: Sequence[Hit], contents: set[str]) -> list[Hit]:
+    """The ranking with every page in ``contents`` (tables of contents, from the audit)
+    moved after the other pages, order kept within each group, ranks renumbered.
+
+    A contents page shares every topic word of its document, so it scores high, yet it
+    supports no answer: it must never rank first for a content question. Its own score is
+    kept (so scores are no longer monotone in rank after the first contents page)."""
+    if not contents or not any(h.page_id in contents for h in hits):
+        return list(hits)
+    order = [h for h in hits if h.page_id not in contents] + [h for h in hits if h.page_id in contents]
+    return [
+        Hit(rank=r, page_id=h.page_id, score=h.score, chunk_id=h.chunk_id) for r, h in enumerate(order, 1)
     ]

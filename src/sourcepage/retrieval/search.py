@@ -7,6 +7,7 @@ index raises IndexMissing (naming the command to run).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -18,9 +19,11 @@ from sourcepage.retrieval.filters import Filters, check_filters, matches
 from sourcepage.retrieval.fusion import RRF_K
 from sourcepage.retrieval.index import IndexMissing, LoadedIndex, build_index, load_index
 from sourcepage.retrieval.methods import Method, parse_method
-from sourcepage.retrieval.pages import collapse
+from sourcepage.retrieval.pages import collapse, contents_last, navigation_question
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import Store
+
+log = logging.getLogger("sourcepage.search")
 
 
 class Searcher:
@@ -36,6 +39,7 @@ class Searcher:
         rrf_k: int = RRF_K,
         rrf_depth: int | None = None,
         progress: Callable[[str, int, int], None] | None = None,
+        contents_last: bool = True,
     ):
         self.store = store if isinstance(store, Store) else Store(store)
         self.version = version
@@ -44,6 +48,9 @@ class Searcher:
         self.rrf_k = rrf_k
         self.rrf_depth = rrf_depth
         self.progress = progress
+        #: move table-of-contents pages after the others, except for navigation questions
+        self.contents_last = contents_last
+        self._contents: set[str] | None = None
         self.documents: Mapping[str, Document] = self.store.document_map()  # read on demand
         self._fingerprint: str | None = None
         self._indexes: dict[str, LoadedIndex] = {}
@@ -58,8 +65,15 @@ class Searcher:
                 self._fingerprint = self.store.chunk_fingerprint(self.version)
             return self._fingerprint
 
-    def index(self, method: Method) -> LoadedIndex:
-        """The loaded index of a base method (built first if missing or stale)."""
+    def has_index(self, method: Method) -> bool:
+        """True when the index of base ``method`` is loaded in this searcher."""
+        with self._lock:
+            return method.index_key in self._indexes
+
+    def index(self, method: Method, notify: Callable[[str], None] | None = None) -> LoadedIndex:
+        """The loaded index of a base method, built first if missing or stale; a build
+        (minutes for a dense model) is announced to ``notify`` and to the searcher's
+        ``progress`` (a bar from 0 to 1, or the embedding count), else logged."""
         with self._lock:
             if method.index_key in self._indexes:
                 return self._indexes[method.index_key]
@@ -69,10 +83,26 @@ class Searcher:
             if idx is None:
                 if not self.auto_build:
                     raise IndexMissing(self.store.path, self.version, method)
-                cb = (lambda d, n: self.progress(method.name, d, n)) if self.progress else None
+                note = (
+                    f"building the {method.name} index of the {self.version} text on first use "
+                    f"({self.store.chunk_count(self.version)} chunks; `sourcepage index` builds it ahead)"
+                )
+                label = f"{method.name} index ({self.version}, first use)"
+                if notify:
+                    notify(note)
+                if self.progress:
+                    self.progress(label, 0, 1)
+                if not notify and not self.progress:
+                    log.warning(note)
+                cb = (lambda d, n: self.progress(label, d, n)) if self.progress else None
                 build_index(self.store, self.version, method, self.settings, cb)
+                if self.progress:
+                    self.progress(label, 1, 1)
                 idx = load_index(self.store, self.version, method, self.settings, self._fingerprint)
                 assert idx is not None
+            warm = getattr(method.spec, "warm", None)
+            if warm is not None:
+                warm(method)  # load the query model now, so a first query's time is its own
             self._indexes[method.index_key] = idx
             return idx
 
@@ -89,18 +119,31 @@ class Searcher:
         self, method: Method, query: str, depth: int | None, filters: dict[str, list[str]]
     ) -> list[Hit]:
         """Ranked pages of any registered method (filters already checked): a base
-        method collapses its chunk scores; a stage ranks through this searcher."""
+        method collapses its chunk scores; a stage ranks through this searcher. Tables of
+        contents follow the other pages (``contents_last``) unless the question asks where
+        something is in a document."""
         if not method.is_base:
-            return method.spec.rank(self, method, query, depth, filters)  # type: ignore[union-attr]
-        idx = self.index(method)
-        return collapse(
-            idx.score_parts(query),
-            idx.chunk_pages,
-            idx.page_ids,
-            idx.chunk_ids,
-            self._mask(idx, filters),
-            depth,
-        )
+            hits = method.spec.rank(self, method, query, depth, filters)  # type: ignore[union-attr]
+        else:
+            idx = self.index(method)
+            hits = collapse(
+                idx.score_parts(query),
+                idx.chunk_pages,
+                idx.page_ids,
+                idx.chunk_ids,
+                self._mask(idx, filters),
+                depth,
+            )
+        if self.contents_last and not navigation_question(query):
+            hits = contents_last(hits, self.contents_pages())
+        return hits
+
+    def contents_pages(self) -> set[str]:
+        """The store's table-of-contents pages (the audit's flag), read once."""
+        with self._lock:
+            if self._contents is None:
+                self._contents = self.store.contents_pages()
+            return self._contents
 
     def rank(
         self, query: str, method: str | Method = "bm25", k: int | None = 20, filters: Filters | None = None

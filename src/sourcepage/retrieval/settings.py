@@ -22,6 +22,8 @@ class IndexSettings:
     bm25_variant: str = "robertson"
     lsa_dims: int = 256
     seed: int = 42
+    #: LSA keeps every unigram and the bigrams found in at least this many chunks
+    lsa_min_df: int = 3
 
     def for_method(self, method: Method) -> dict[str, Any]:
         """The subset of settings that matters to ``method`` (asked of its registered object)."""

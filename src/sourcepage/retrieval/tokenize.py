@@ -86,9 +86,31 @@ def tokenize(text: str, config: TokenizerConfig = TokenizerConfig()) -> list[str
 
 _CONTENT = TokenizerConfig(stopwords=True)
 
+#: words that shape a question or a sentence but say nothing about its topic ("How often
+#: must …", "What do we need to …", "he has", "each", "about"), beyond bm25s's 33 English
+#: stop words: never content words, so never highlighted or matched
+QUESTION_WORDS = frozenset(
+    "what which who whom whose when where why how often much many does did do done doing must need "
+    "needs needed should would could can can't cannot may might shall will ever kind kinds type types "
+    "sort way ways we us our ours i me my mine you your yours one he him his she her hers they them "
+    "theirs its it's itself have has had having get gets got go goes going make makes made now right "
+    "about each every once given also just any anyone anything some someone something all both either "
+    "neither other others own same so than too very again further here only more most less least "
+    "from up down out over under between through after before during while until because".split()
+)
+
 
 def content_terms(text: str) -> set[str]:
-    """The content words of a question or passage: tokens without stop words and without
-    the one-letter words "a" and "i" (kept by the BM25 tokenizer for "Class I", dropped
-    here). The one definition used for highlighting, question coverage and quote scoring."""
-    return set(tokenize(text, _CONTENT)) - {"a", "i"}
+    """The content words of a question or passage: tokens without stop words, without the
+    words that only shape a question (``QUESTION_WORDS``: "what", "how", "often", "each", …)
+    and without the one-letter words "a" and "i" (kept by the BM25 tokenizer for "Class I",
+    dropped here). The one definition used for highlighting, question coverage and quote
+    scoring."""
+    return set(tokenize(text, _CONTENT)) - QUESTION_WORDS - {"a", "i"}
+
+
+def stem_terms(terms: set[str] | list[str]) -> dict[str, str]:
+    """term → its Snowball stem (so "inspected" matches "inspection" when quotes are
+    scored; retrieval itself does not stem by default)."""
+    ts = sorted(terms)
+    return dict(zip(ts, _stemmer().stemWords(ts), strict=True))

@@ -34,7 +34,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -95,6 +95,11 @@ async def _http(request: Request, exc: StarletteHTTPException) -> Response:
             status_code=exc.status_code,
         )
     return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+
+
+async def _favicon() -> FileResponse:
+    """The site icon (browsers ask for /favicon.ico whatever the page links)."""
+    return FileResponse(HERE / "static" / "favicon.ico", media_type="image/x-icon")
 
 
 def _corpus_of(db: Store) -> Path | None:
@@ -206,6 +211,7 @@ def create_app(
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
+    app.add_api_route("/favicon.ico", _favicon, include_in_schema=False)
     for module in (search, documents, pages, reviews, auth):
         app.include_router(module.router)
     if JUDGING:

@@ -122,14 +122,32 @@ def resolve_page(db: Store, page_id: str) -> tuple[Document, int, dict[str, Any]
     return d, n, row
 
 
-def segments(text: str, marks: list[tuple[int, int]], region: tuple[int, int] | None = None) -> list[dict]:
-    """``text`` cut into pieces for the templates: each with ``hit`` (a query word)
-    and ``ev`` (inside the evidence region)."""
+def locate(text: str, quote: str) -> tuple[int, int] | None:
+    """Character span of ``quote`` in ``text`` comparing letters and digits only, so a
+    quote in its cleaned form (hyphenation repaired, whitespace collapsed) is found in the
+    raw text too; None when it is not there."""
+    where = [i for i, c in enumerate(text) if c.isalnum()]
+    hay = "".join(text[i].lower() for i in where)
+    needle = "".join(c.lower() for c in quote if c.isalnum())
+    at = hay.find(needle) if needle else -1
+    return (where[at], where[at + len(needle) - 1] + 1) if at >= 0 else None
+
+
+def segments(
+    text: str,
+    marks: list[tuple[int, int]],
+    region: tuple[int, int] | None = None,
+    quote: tuple[int, int] | None = None,
+) -> list[dict]:
+    """``text`` cut into pieces for the templates: each with ``hit`` (a query word),
+    ``ev`` (inside the evidence region: the chunk) and ``quote`` (inside the quoted
+    sentence)."""
     cuts = {0, len(text)}
     for a, b in marks:
         cuts |= {max(0, min(a, len(text))), max(0, min(b, len(text)))}
-    if region:
-        cuts |= {max(0, min(region[0], len(text))), max(0, min(region[1], len(text)))}
+    for span in (region, quote):
+        if span:
+            cuts |= {max(0, min(span[0], len(text))), max(0, min(span[1], len(text)))}
     order = sorted(cuts)
     out = []
     for a, b in zip(order, order[1:], strict=False):
@@ -140,6 +158,7 @@ def segments(text: str, marks: list[tuple[int, int]], region: tuple[int, int] | 
                 "text": text[a:b].replace("\ufffe", "-"),  # PDFium's soft-hyphen marker
                 "hit": any(x <= a and b <= y for x, y in marks),
                 "ev": bool(region and region[0] <= a and b <= region[1]),
+                "quote": bool(quote and quote[0] <= a and b <= quote[1]),
             }
         )
     return out

@@ -30,6 +30,7 @@ from sourcepage.service.deps import (
     Corpus,
     StorePath,
     Version,
+    locate,
     readable,
     resolve_page,
     segments,
@@ -41,6 +42,9 @@ from sourcepage.store.db import Store
 from sourcepage.support import review
 
 router = APIRouter()
+
+#: the longest quote a page view highlights (a quote is at most 700 characters)
+MAX_QUOTE = 1000
 
 #: (path, mtime, size) -> SHA-256 of a PDF, per app
 ShaCache = dict[tuple[str, int, int], str]
@@ -139,10 +143,14 @@ def page_image(
     scale: Annotated[float, Query(ge=0.5, le=3.0, description="Pixels per PDF point.")] = 1.5,
 ) -> Response:
     d, n, _row = resolve_page(db, page_id)
-    passage = highlight or chunk_of(db, page_id, chunk, version)[0]
+    chunk_text = chunk_of(db, page_id, chunk, version)[0]
+    # with a chunk, ``highlight`` is the quoted sentence, marked more strongly inside it
+    passage, quote = (chunk_text, highlight) if chunk_text and highlight else (highlight or chunk_text, "")
     path = pdf_path(corpus, d, shas)
     try:
-        png, info = render_page(path, n, scale=scale, passage=passage, terms=content_terms(q) if q else ())
+        png, info = render_page(
+            path, n, scale=scale, passage=passage, quote=quote, terms=content_terms(q) if q else ()
+        )
     except IndexError as e:
         raise HTTPException(404, str(e)) from None
     except LimitExceeded as e:
@@ -151,6 +159,7 @@ def page_image(
         "Cache-Control": "private, max-age=300",
         "X-Highlight-Boxes": f"{info['passage_boxes']},{info['term_boxes']}",
         "X-Render-Scale": str(info.get("scale", scale)),
+        "X-Quote-Boxes": str(info["quote_boxes"]),
     }
     return Response(png, media_type="image/png", headers=headers)
 
@@ -175,18 +184,23 @@ def view_context(
     chunk_id = qp.get("chunk", "")
     passage, spans = chunk_of(db, page_id, chunk_id, p["version"]) if chunk_id else ("", [])
     terms = content_terms(p["q"]) if p["q"].strip() else set()
+    quote = qp.get("quote", "")[:MAX_QUOTE]
     texts = {}
     for v in ("raw", "cleaned"):
         text = row[v]
         region = None
         if spans and (v == p["version"] or (v == "cleaned" and p["version"] == "enriched")):
             region = next(((a, b) for pg, a, b in spans if pg == n), None)
-        texts[v] = segments(text, api.highlight_spans(text, terms), region)
+        texts[v] = segments(
+            text, api.highlight_spans(text, terms), region, locate(text, quote) if quote else None
+        )
     res, _ = ui_search(db, store, p)
     hit = next((r for r in (res or {}).get("results", []) if r["page"] == page_id), None)
     img = {"version": p["version"], "q": p["q"]}
     if chunk_id:
         img["chunk"] = chunk_id
+    if quote:
+        img["highlight"] = quote
     pid_q = page_id.replace("#", "%23")
     return {
         "p": p,
@@ -195,13 +209,20 @@ def view_context(
         "doc": d,
         "n": n,
         "row": row,
-        "flags": [label for key, label in AUDIT_FLAGS if row[key]],
+        "flags": [
+            "columns interleaved in the extracted text"
+            if key == "multi_column_risk" and row[key] == 2
+            else label
+            for key, label in AUDIT_FLAGS
+            if row[key]
+        ],
         "texts": texts,
         "version_shown": "cleaned" if p["version"] in ("cleaned", "enriched") else "raw",
         "image_url": f"/pages/{pid_q}/image?{urlencode(img)}",
         "res": res,
         "hit": hit,
         "chunk_id": chunk_id,
+        "quote": quote,
         "qs": search_query(p),
         "prev": f"{d.doc_id}#p{n - 1}".replace("#", "%23") if n > 1 else None,
         "next": f"{d.doc_id}#p{n + 1}".replace("#", "%23") if n < row["n_pages"] else None,

@@ -40,7 +40,9 @@ _pdfium_lock = threading.Lock()
 _pools: dict[Limits, queue.LifoQueue[LimitedPool]] = {}
 _pools_lock = threading.Lock()
 
-PASSAGE_FILL = (255, 214, 10, 80)  # translucent yellow
+PASSAGE_FILL = (255, 214, 10, 55)  # light translucent yellow: the chunk
+QUOTE_FILL = (255, 196, 0, 150)  # stronger yellow with an outline: the quoted sentence
+QUOTE_LINE = (191, 140, 0, 255)
 TERM_FILL = (255, 140, 0, 110)  # translucent orange
 TERM_LINE = (214, 96, 0, 255)
 MIN_LINE = 12  # alphanumeric characters a passage line needs to be matched on its own
@@ -102,16 +104,18 @@ def render_page(
     scale: float = 1.5,
     passage: str = "",
     terms: Iterable[str] = (),
+    quote: str = "",
     limits: Limits = RENDER_LIMITS,
 ) -> tuple[bytes, dict[str, Any]]:
-    """PNG bytes of page ``page_number`` (1-based) and what was highlighted
-    (``passage_boxes``, ``term_boxes``) at which ``scale``, rendered in a worker
+    """PNG bytes of page ``page_number`` (1-based) and what was highlighted at which
+    ``scale``: the passage lightly (``passage_boxes``), the ``quote`` (a sentence of it)
+    strongly (``quote_boxes``), the question's terms (``term_boxes``); rendered in a worker
     process under ``limits``.
 
     IndexError when the PDF has no such page; LimitExceeded when the page broke the
     memory or time limit.
     """
-    job = (str(pdf_path), page_number, scale, passage, tuple(sorted(set(terms))), limits.pixels)
+    job = (str(pdf_path), page_number, scale, passage, tuple(sorted(set(terms))), limits.pixels, quote)
     with _pools_lock:
         free = _pools.get(limits)
         if free is None:
@@ -125,10 +129,14 @@ def render_page(
         free.put(pool)
 
 
-def render_job(job: tuple[str, int, float, str, tuple[str, ...], int]) -> tuple[bytes, dict[str, Any]]:
-    """:func:`render_in_process` of one ``(path, page, scale, passage, terms, max_pixels)``."""
-    path, n, scale, passage, terms, max_pixels = job
-    return render_in_process(Path(path), n, scale=scale, passage=passage, terms=terms, max_pixels=max_pixels)
+def render_job(
+    job: tuple[str, int, float, str, tuple[str, ...], int, str],
+) -> tuple[bytes, dict[str, Any]]:
+    """:func:`render_in_process` of one ``(path, page, scale, passage, terms, max_pixels, quote)``."""
+    path, n, scale, passage, terms, max_pixels, quote = job
+    return render_in_process(
+        Path(path), n, scale=scale, passage=passage, terms=terms, max_pixels=max_pixels, quote=quote
+    )
 
 
 def render_in_process(
@@ -139,6 +147,7 @@ def render_in_process(
     passage: str = "",
     terms: Iterable[str] = (),
     max_pixels: int = RENDER_LIMITS.pixels,
+    quote: str = "",
 ) -> tuple[bytes, dict[str, Any]]:
     """:func:`render_page` in this process, without the memory and time limits."""
     with _pdfium_lock:
@@ -158,6 +167,9 @@ def render_in_process(
             ranges = passage_ranges(chars, passage) if passage.strip() else []
             for a, b in ranges:
                 passage_boxes += _rects(tp, a, b)
+            quote_boxes: list[tuple[float, float, float, float]] = []
+            for a, b in passage_ranges(chars, quote) if quote.strip() else []:
+                quote_boxes += _rects(tp, a, b)
             term_boxes: list[tuple[float, float, float, float]] = []
             for term in sorted(set(terms)):
                 if len(term) < 2:
@@ -186,10 +198,17 @@ def render_in_process(
     draw = ImageDraw.Draw(overlay)
     for box in passage_boxes:
         draw.rectangle(px(box, 2 * scale / 1.5), fill=PASSAGE_FILL)
+    for box in quote_boxes:
+        draw.rectangle(px(box, 2 * scale / 1.5), fill=QUOTE_FILL, outline=QUOTE_LINE)
     for box in term_boxes:
         draw.rectangle(px(box, 1), fill=TERM_FILL, outline=TERM_LINE)
     out = Image.alpha_composite(image, overlay).convert("RGB")
     buf = io.BytesIO()
     out.save(buf, format="PNG", optimize=False)
-    info = {"passage_boxes": len(passage_boxes), "term_boxes": len(term_boxes), "scale": round(scale, 4)}
+    info = {
+        "passage_boxes": len(passage_boxes),
+        "term_boxes": len(term_boxes),
+        "quote_boxes": len(quote_boxes),
+        "scale": round(scale, 4),
+    }
     return buf.getvalue(), info

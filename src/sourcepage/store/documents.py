@@ -137,6 +137,26 @@ class DocumentTables:
         ).fetchall()
         return {f"{d}#p{n}" for d, n in rows}
 
+    def contents_pages(self) -> set[str]:
+        """Page ids (``doc#pN``) the audit flags as a table of contents."""
+        rows = self.conn.execute("SELECT doc_id, page_no FROM pages WHERE contents_page=1").fetchall()
+        return {f"{d}#p{n}" for d, n in rows}
+
+    def raw_pages(self, page_ids: list[str]) -> dict[str, tuple[str, bool]]:
+        """page id → (raw text, columns interleaved in the text) of each of ``page_ids`` that
+        the store holds (``multi_column_risk`` is 2 for interleaved columns, 1 for other
+        multi-column risks)."""
+        out: dict[str, tuple[str, bool]] = {}
+        for pid in page_ids:
+            doc_id, _, n = pid.rpartition("#p")
+            row = self.conn.execute(
+                "SELECT raw, multi_column_risk FROM pages WHERE doc_id=? AND page_no=?",
+                (doc_id, int(n) if n.isdigit() else -1),
+            ).fetchone()
+            if row:
+                out[pid] = (row[0], row[1] == 2)
+        return out
+
     def page(self, doc_id: str, page_no: int) -> dict[str, Any] | None:
         cur = self.conn.execute("SELECT * FROM pages WHERE doc_id=? AND page_no=?", (doc_id, page_no))
         row = cur.fetchone()
@@ -189,7 +209,7 @@ class DocumentTables:
                     a.images,
                     int(a.low_text_100),
                     int(a.low_text_300),
-                    int(a.multi_column_risk),
+                    2 if a.interleaved_columns else int(a.multi_column_risk),
                     int(a.spacing_artifact),
                     int(a.contents_page),
                 )

@@ -138,6 +138,13 @@ def feature_row(searcher: Searcher, question: str, a: Sequence[Hit], b: Sequence
 SENTENCE_MODEL = "e5-small"
 
 
+def warm_sentence_model() -> None:
+    """Load the sentence encoder of the sent_* features now (seconds, once per process)."""
+    from sourcepage.retrieval.dense import MODELS
+
+    MODELS[SENTENCE_MODEL].warm()
+
+
 def sentence_similarities(searcher: Searcher, question: str, passages: Mapping[str, str]) -> list[float]:
     """Cosine of the question with every sentence of ``passages`` (embeddings cached in
     the store by sentence hash, so a repeated page costs nothing)."""

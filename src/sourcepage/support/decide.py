@@ -13,8 +13,9 @@ no top passage shares a content word with the question, otherwise ``review``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sourcepage.records import Decision, Document
 
@@ -115,4 +116,21 @@ def decide(
     return Decision(
         "answer",
         (f"{p} is at or above the answer threshold {c.t_answer:.2f}; the evidence pages are accepted.",),
+    )
+
+
+def require_fact(decision: Decision, answer: Mapping[str, Any]) -> Decision:
+    """An ``answer`` decision stands only when a quoted sentence states the kind of fact
+    the question asks for (``answer["fact_found"]``, support.answer); otherwise the
+    question goes to a reviewer, with the reason added."""
+    if decision.decision != "answer" or answer.get("fact_found"):
+        return decision
+    asked = answer.get("asked") or "the asked fact"
+    return Decision(
+        "review",
+        (
+            *decision.reasons,
+            f"No sentence of the top pages states what the question asks ({asked}): a reviewer "
+            "should confirm the answer before anyone relies on it.",
+        ),
     )

@@ -18,20 +18,23 @@ import numpy as np
 from sourcepage.records import Hit, doc_of
 from sourcepage.retrieval.tokenize import content_terms
 
-FEATURES: tuple[str, ...] = (
-    "a_top",  # sparse top page score
-    "a_margin",  # sparse top-1 minus top-2
-    "b_top",  # semantic top page score
-    "b_margin",
-    "overlap5",  # |top-5 pages of a ∩ top-5 of b| / 5
-    "rr_a_in_b",  # 1 / rank of a's top page in b's ranking (0 beyond the ranking)
-    "rr_b_in_a",
-    "docs_top5",  # distinct documents among the first 5 pages of a and b together
-    "coverage",  # idf-weighted share of the question's terms found in the top-3 passages
-    "missing_idf",  # largest idf of a question term absent from the top-3 passages
-    "sent_max",  # best cosine between the question and one sentence of the top-3 passages
-    "sent_top3",  # mean of the three best sentence cosines
-)
+#: feature → what it measures (a = the sparse ranking, b = the semantic one); the report
+#: prints these definitions
+FEATURE_DEFINITIONS: dict[str, str] = {
+    "a_top": "top page score of the sparse method (a, BM25)",
+    "a_margin": "a's top-1 minus top-2 page score",
+    "b_top": "top page score of the semantic method (b: dense or LSA)",
+    "b_margin": "b's top-1 minus top-2 page score",
+    "overlap5": "pages in both methods' top 5, divided by 5",
+    "rr_a_in_b": "1 / rank of a's top page in b's ranking (0 when absent)",
+    "rr_b_in_a": "1 / rank of b's top page in a's ranking (0 when absent)",
+    "docs_top5": "distinct documents among the first 5 pages of a and b together",
+    "coverage": "idf-weighted share of the question's content words found in the top-3 passages of a and b",
+    "missing_idf": "largest idf of a question content word absent from those passages",
+    "sent_max": "best cosine (e5-small) between the question and one sentence of those passages",
+    "sent_top3": "mean of the three best sentence cosines",
+}
+FEATURES: tuple[str, ...] = tuple(FEATURE_DEFINITIONS)
 
 
 def term_weights(terms: Sequence[str], df: Mapping[str, int], n_docs: int) -> dict[str, float]:

@@ -1,9 +1,22 @@
 """The sentence splitter shared by the sentence reranker, the answerability features and
-the extractive answers (one definition, so a quoted sentence is the unit that was scored)."""
+the extractive answers (one definition, so a quoted sentence is the unit that was scored),
+and the quotable sentences of a page (``quotable``): body text only, in its cleaned form.
+
+A page's raw lines still show its structure (cleaning joins them), so ``quotable`` reads
+the raw lines, drops what is not a statement — table-of-contents lines with dot leaders,
+headings, figure and table captions, question-form headings, bare page numbers — and
+cleans what remains as the cleaned text version does (hyphenation repaired, PDFium's
+U+FFFE marker removed, whitespace collapsed). Each candidate remembers the heading it
+stands under, so a sentence under "How often do I need to review my procedures?" can be
+matched to a question through its heading.
+"""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+
+from sourcepage.text.clean import dehyphenate, document_vocabulary
 
 _SENT = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9•■(\"'])|\s*[•■]\s+")
 
@@ -12,3 +25,161 @@ def split_sentences(text: str) -> list[str]:
     """Sentences of a passage (whitespace collapsed; bullets split), 30–600 characters."""
     flat = re.sub(r"\s+", " ", text).strip()
     return [s.strip() for s in _SENT.split(flat) if 30 <= len(s.strip()) <= 600]
+
+
+# --------------------------------------------------------------------------- quotable text
+
+#: a dot leader of a contents line ("What is lockout? ........ 12"), anywhere in a line
+_LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}|(?:_\s?){4,}")
+_PAGE_NO = re.compile(r"^(?:[ivxlc]{1,6}|\d{1,4}|page \d+(?: of \d+)?)$", re.IGNORECASE)
+_CAPTION = re.compile(
+    r"^(?:figure|fig\.|table|photo|photograph|image|source|exhibit|chart|diagram|illustration)"
+    r"\s*(?:\d|[A-Z]\b|[ivx]+\b|:)",
+    re.IGNORECASE,
+)
+_BULLET = re.compile(r"^[•■▪●◦\-–]\s")
+_END = (".", "!", "?", ":", ";")
+#: a line ending in one of these continues: it is not a heading
+_FUNCTION_WORDS = frozenset(
+    "a an the of for to and or nor but which that who whom whose with in on at by as from into "
+    "is are was were be been must may shall should can will than if when where".split()
+)
+#: the longest line (in words) that may be a heading
+HEADING_WORDS = 12
+#: the longest quote: an introduced list is quoted whole up to this length
+MAX_QUOTE = 700
+
+
+@dataclass(frozen=True)
+class Quotable:
+    """One quotable unit of a page: a sentence, a list item, or a sentence that introduces
+    a list (ending in ':') together with its items (``kind`` "sentence", "item", "list");
+    ``heading`` is the heading it stands under ('' when none)."""
+
+    text: str
+    heading: str
+    kind: str
+    bullet: str = ""  # the bullet character of a list item
+
+
+def _line_kind(line: str, prev: str, prev_kind: str, nxt: str) -> str:
+    """'blank', 'contents', 'page', 'caption', 'question', 'heading' or 'body' for one
+    stripped raw line, from the previous non-blank line and its kind and the next one."""
+    if not line:
+        return "blank"
+    if _LEADER.search(line):
+        return "contents"
+    if _PAGE_NO.match(line):
+        return "page"
+    words = line.split()
+    short = len(words) <= HEADING_WORDS
+    if _CAPTION.match(line) and len(words) <= 25:
+        return "caption"
+    if _BULLET.match(line):
+        return "body"
+    after_break = not prev or prev.endswith(_END) or prev_kind != "body"
+    starts_block = not nxt or nxt[0].isupper() or nxt[0].isdigit() or _BULLET.match(nxt) is not None
+    if line.endswith("?") and short and after_break:
+        return "question"
+    open_end = words[-1].lower() in _FUNCTION_WORDS
+    if short and after_break and starts_block and not line.endswith((".", ",", ";", ":")) and not open_end:
+        if line[0].isupper() or line[0].isdigit():
+            return "heading"
+    return "body"
+
+
+def _blocks(raw: str) -> list[tuple[str, str]]:
+    """(heading, body text) blocks of a raw page: runs of body lines between non-body ones.
+    A heading or question that wraps (its next line starts lower-case and ends the
+    heading) is one heading; a page with three or more contents lines has no blocks."""
+    lines = [ln.strip() for ln in raw.replace("\r\n", "\n").split("\n")]
+    kinds: list[str] = []
+    prev, prev_kind = "", "blank"
+    for i, ln in enumerate(lines):
+        nxt = next((n for n in lines[i + 1 :] if n), "")
+        kinds.append(_line_kind(ln, prev, prev_kind, nxt))
+        if ln:
+            prev, prev_kind = ln, kinds[-1]
+    if kinds.count("contents") >= 3:
+        return []
+    for i in range(len(lines) - 1):
+        if kinds[i] == "body" and lines[i + 1][:1].islower() and kinds[i + 1] in ("body", "question"):
+            two = len(lines[i].split()) + len(lines[i + 1].split())
+            before = next((j for j in range(i - 1, -1, -1) if lines[j]), None)
+            opens = before is None or kinds[before] != "body" or lines[before].endswith(_END)
+            after = lines[i + 2] if i + 2 < len(lines) else ""
+            head_like = lines[i + 1].endswith("?") or (
+                not lines[i + 1].endswith((".", ",", ";", ":")) and after[:1].isupper()
+            )
+            if two <= 2 * HEADING_WORDS and head_like and opens:
+                kinds[i] = kinds[i + 1] = "question" if lines[i + 1].endswith("?") else "heading"
+    out: list[tuple[str, str]] = []
+    heading, body, last = "", [], "blank"
+    for ln, kind in zip(lines, kinds, strict=True):
+        if kind == "body":
+            body.append(ln)
+        else:
+            if body:
+                out.append((heading, "\n".join(body)))
+                body = []
+            if kind in ("heading", "question"):
+                wraps = last in ("heading", "question") and ln[:1].islower()
+                heading = f"{heading} {ln}" if wraps else ln
+        if kind != "blank":
+            last = kind
+    if body:
+        out.append((heading, "\n".join(body)))
+    return out
+
+
+def _items(flat: str) -> list[tuple[str, str]]:
+    """(text, bullet) pieces of a flat block (bullet '' for prose), split at bullets; the prose after
+    the last item of a list is split off it at the first sentence break."""
+    parts = re.split(r"\s*([•■▪●])\s+", flat)
+    out: list[tuple[str, str]] = [(parts[0], "")]
+    for mark, p in zip(parts[1::2], parts[2::2], strict=True):
+        m = re.search(r"(?<=[.!?])\s+(?=[A-Z])", p)
+        out += [(p[: m.start()], mark), (p[m.end() :], "")] if m else [(p, mark)]
+    return [(t.strip(), b) for t, b in out if t.strip()]
+
+
+def _units(flat: str, heading: str) -> list[Quotable]:
+    """Sentences and list items of one flat block, in order; an item is kept whatever its
+    length here (``quotable`` joins short ones into their list and drops them alone)."""
+    out: list[Quotable] = []
+    for text, bullet in _items(flat):
+        if bullet:
+            out.append(Quotable(text, heading, "item", bullet))
+            continue
+        for s in _SENT.split(text):  # the one sentence rule (the bullets are already split)
+            if not (_LEADER.search(s) or _CAPTION.match(s)) and len(s) <= 600:
+                out.append(Quotable(s, heading, "sentence"))
+    return out
+
+
+def quotable(raw: str) -> list[Quotable]:
+    """The quotable units of one page, in page order (see the module docstring): body
+    sentences, list items of three words or more, and each sentence that ends in ':'
+    joined with the items that follow it (whole items, up to ``MAX_QUOTE`` characters).
+    Questions (text ending in '?'), captions, contents lines and fragments under five
+    words are never quotable."""
+    vocab = document_vocabulary([raw])
+    out: list[Quotable] = []
+    for heading, body in _blocks(raw):
+        flat = re.sub(r"\s+", " ", dehyphenate(body, vocab).replace("\ufffe", "-")).strip()
+        units = _units(flat, heading)
+        for i, u in enumerate(units):
+            if u.kind == "sentence" and u.text.endswith(":"):
+                text, j = u.text, i + 1
+                while j < len(units) and units[j].kind == "item":
+                    longer = f"{text} {units[j].bullet} {units[j].text}"
+                    if len(longer) > MAX_QUOTE:
+                        break
+                    text, j = longer, j + 1
+                if j > i + 1:
+                    out.append(Quotable(text, heading, "list"))
+            words = len(u.text.split())
+            if u.text.endswith("?") or words < (3 if u.kind == "item" else 5) or len(u.text) < 20:
+                continue
+            out.append(u)
+    return out

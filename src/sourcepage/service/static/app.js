@@ -14,9 +14,9 @@
       });
     });
   });
-  // scroll the evidence passage into view in the page text
+  // scroll the quoted sentence (else the evidence passage) into view in the page text
   document.querySelectorAll(".page-text").forEach(function (pre) {
-    var first = pre.querySelector("mark.ev");
+    var first = pre.querySelector("mark.quote") || pre.querySelector("mark.ev");
     if (first) pre.scrollTop = Math.max(0, first.offsetTop - pre.offsetTop - 40);
   });
   document.querySelectorAll("[data-remember]").forEach(function (input) {

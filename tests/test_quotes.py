@@ -1,0 +1,164 @@
+"""Quotes that answer: quotable units of a page, the kind of fact a question asks for,
+the choice of quotes, the rule that an answer needs a quote stating the asked fact, and
+tables of contents never ranking first for a content question."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sourcepage.corpus.audit import multi_column_risk
+from sourcepage.corpus.extract import PageLayout
+from sourcepage.records import Decision, Hit
+from sourcepage.retrieval.pages import contents_last, navigation_question
+from sourcepage.retrieval.search import Searcher
+from sourcepage.retrieval.tokenize import content_terms
+from sourcepage.support.answer import asked_facts, carries, extract_answer
+from sourcepage.support.decide import require_fact
+from sourcepage.text.clean import clean_pages
+from sourcepage.text.sentences import quotable
+
+PAGE = """17
+How often do I need to review my lockout/tagout procedures?
+Employees are required to review their procedures at least
+once a year to ensure that they provide adequate worker
+protection. As part of the review, employers must correct any
+deviations identified in the energy-control proce\ufffe
+dure or its application.
+Figure 4. Lockout devices on a valve
+Harnesses and retrieval lines
+The certification must specify the following:
+\u2022 Machine or equipment on which the procedure was used,
+\u2022 Date of the inspection,
+\u2022 Name of the person who performed the inspection.
+What else do I need to know before
+starting a job hazard analysis?
+The inspector must be an authorized employee who does not use the procedure.
+"""
+
+CONTENTS = """Contents
+What is lockout? ............................ 1
+Who must comply? ............................ 2
+How often must procedures be inspected? ..... 3
+"""
+
+
+def _texts(units):
+    return [u.text for u in units]
+
+
+def test_quotable_drops_headings_captions_questions_and_contents() -> None:
+    units = quotable(PAGE)
+    texts = _texts(units)
+    assert texts[0] == (
+        "Employees are required to review their procedures at least once a year to ensure that "
+        "they provide adequate worker protection."
+    )
+    assert units[0].heading == "How often do I need to review my lockout/tagout procedures?"
+    # U+FFFE hyphenation repaired, as in the cleaned text
+    assert any("energy-control procedure or its application." in t for t in texts)
+    assert not any(t.endswith("?") for t in texts)
+    assert not any("Figure 4" in t or "Harnesses and retrieval lines" in t for t in texts)
+    assert not any(t.startswith("17") for t in texts)
+    # the list is quoted whole after its introduction, its items also on their own
+    lst = next(u for u in units if u.kind == "list")
+    assert lst.text.startswith("The certification must specify the following: \u2022 Machine")
+    assert lst.text.endswith("\u2022 Name of the person who performed the inspection.")
+    assert "Date of the inspection," in texts
+    # a wrapped question heading is a heading, not a sentence
+    last = units[-1]
+    assert last.text.startswith("The inspector must be an authorized employee")
+    assert last.heading == "What else do I need to know before starting a job hazard analysis?"
+    assert quotable(CONTENTS) == []
+
+
+def test_quotes_are_in_the_cleaned_text_of_the_page() -> None:
+    flat = " ".join(clean_pages([PAGE])[0].split())
+    for u in quotable(PAGE):
+        assert u.text in flat, u.text
+
+
+def test_question_words_are_not_content_words() -> None:
+    assert content_terms("How often must energy control procedures be inspected?") == {
+        "energy",
+        "control",
+        "procedures",
+        "inspected",
+    }
+    assert content_terms("What is the capital of Australia?") == {"capital", "australia"}
+
+
+def test_asked_facts_and_carriers() -> None:
+    assert asked_facts("How often must energy control procedures be inspected?") == ["frequency"]
+    assert asked_facts("What are the steps of a job hazard analysis?") == ["list"]
+    assert asked_facts("Who may remove a lock, and how long may it stay?") == ["actor", "duration"]
+    assert asked_facts("When must hearing protection be worn?") == ["condition"]
+    assert asked_facts("Describe lockout.") == []
+    assert carries("Inspect energy control procedures at least annually.", "frequency")
+    assert carries("Review them at least once a year.", "frequency")
+    assert not carries("The periodic inspection assures that employees know the procedure.", "frequency")
+    assert carries("Wait 5 minutes before entry.", "duration")
+    assert carries("Spaces more than five feet deep need a mechanical device.", "number")
+
+
+def _result(page: str = "d#p3") -> dict:
+    return {"page": page, "doc_id": page.split("#")[0], "page_number": 3, "chunk_id": page + "#c1"}
+
+
+def test_the_quote_states_the_asked_fact() -> None:
+    q = "How often must energy control procedures be reviewed?"
+    ans = extract_answer(q, [_result()], "answer", texts={"d#p3": (PAGE, False)})
+    assert ans["fact_found"] and ans["status"] == "answer"
+    assert "at least once a year" in ans["quotes"][0]["text"]
+    assert ans["quotes"][0]["answers"] and ans["quotes"][0]["citation"] == "[d p.3]"
+    assert all(q["answers"] for q in ans["quotes"])  # only answering quotes when one exists
+    # the same fact on a page at multi-column risk is quoted but answers nothing
+    risky = extract_answer(q, [_result()], "answer", texts={"d#p3": (PAGE, True)})
+    assert not risky["fact_found"] and risky["quotes"][0]["layout_risk"]
+    assert risky["status"] == "draft for review"
+
+
+def test_answer_needs_a_quote_that_states_the_fact() -> None:
+    q = "How many minutes must we wait before re-entry?"
+    ans = extract_answer(q, [_result()], "answer", texts={"d#p3": (PAGE, False)})
+    assert not ans["fact_found"] and ans["asked"] == "the number"
+    d = require_fact(Decision("answer", ("P = 0.99",)), ans)
+    assert d.decision == "review" and "the number" in d.reasons[-1]
+    assert require_fact(Decision("refuse", ("no",)), ans).decision == "refuse"
+    assert extract_answer(q, [_result()], "refuse", texts={"d#p3": (PAGE, False)})["quotes"] == []
+
+
+def test_contents_pages_rank_last_unless_the_question_is_about_navigation(safety_store: Path) -> None:
+    hits = [Hit(1, "d#p3", 9.0, "c1"), Hit(2, "d#p7", 5.0, "c2"), Hit(3, "d#p8", 4.0, "c3")]
+    out = contents_last(hits, {"d#p3"})
+    assert [h.page_id for h in out] == ["d#p7", "d#p8", "d#p3"]
+    assert [h.rank for h in out] == [1, 2, 3] and out[2].score == 9.0
+    assert navigation_question("Which section of the booklet covers group lockout?")
+    assert not navigation_question("Who removes a group lock?")
+    s = Searcher(safety_store, "raw")
+    assert isinstance(s.contents_pages(), set)
+
+
+def test_interleaved_columns_are_a_multi_column_risk() -> None:
+    narrow = PageLayout(images=0, lines=60, side_by_side_lines=0, text_lines=60, wide_lines=0)
+    assert not multi_column_risk(narrow)
+    interleaved = PageLayout(images=0, lines=60, side_by_side_lines=0, text_lines=60, wide_lines=12)
+    assert multi_column_risk(interleaved)
+    few = PageLayout(images=0, lines=60, side_by_side_lines=0, text_lines=60, wide_lines=2)
+    assert not multi_column_risk(few)  # a full-width title over two columns
+
+
+def test_index_plan_covers_what_search_needs(safety_store: Path) -> None:
+    from sourcepage import api
+    from sourcepage.retrieval.methods import available_methods
+
+    plan = api.index_plan(safety_store, ["raw", "cleaned"])
+    assert {("raw", "bm25"), ("raw", "lsa"), ("cleaned", "bm25"), ("cleaned", "lsa")} <= set(plan)
+    assert (("raw", "dense") in plan) == ("dense" in available_methods())
+    assert ("cleaned", "dense") not in plan
+
+
+def test_a_list_is_stated_by_an_enumeration_not_by_any_comma() -> None:
+    assert carries("Hazards include noise, heat, and chemicals.", "list")
+    assert carries("It does not cover agriculture, construction, maritime, or drilling.", "list")
+    assert carries("Date of the inspection,", "list", "item")
+    assert not carries("Ideally, after you identify hazards, you will take steps to reduce them.", "list")
