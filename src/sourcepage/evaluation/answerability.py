@@ -5,10 +5,11 @@ preferred, else LSA), the answerability features are computed from the very rank
 the run produced, then stratified k-fold cross-validation fits the classifier and
 every threshold on the other folds and decides the held-out questions. Reported:
 AUROC per feature and of the combined classifier (broad / near-domain / out-of-domain,
-bootstrap CIs), the share of unsupported questions refused while the policy keeps
-answerable recall at the target, the answerable questions wrongly refused, the same
-for each single method's calibrated top-score threshold, and a risk–coverage curve.
-``held_out`` condenses the same comparison for ``sourcepage calibrate``.
+bootstrap CIs), the answer / review / refuse shares per class, the same for each single
+method's top-score threshold, the shipped default policy applied as it is (before and
+after the answer check), risk–coverage curves, and — for every run — how many of the
+answerable questions' ``answer_points`` the extractive answer's quotes cover.
+``held_out`` condenses the held-out comparison for ``sourcepage calibrate``.
 """
 
 from __future__ import annotations

@@ -374,9 +374,10 @@ def support_section(support: Mapping[str, Any]) -> str:
         "classifier and every threshold are fitted on the other folds. Thresholds are asymmetric: "
         f"at most {support['max_answerable_refused']:.0%} of answerable training questions refused, no "
         "unsupported or out-of-domain training question answered; in between, review. The shipped "
-        "default policy is applied as it is (not fitted on these questions), then the answer check "
-        "(a question asking for a value its quotes do not state goes to review). Cells: answer / "
-        "review / refuse.\n",
+        "default policy is applied as it is, without fitting on these questions (on the benchmarks' "
+        "dev splits, which it was fitted on, its rows are in-sample), then the answer check (a "
+        "question asking for a value its quotes do not state goes to review). An AUROC below 0.5 "
+        "means the feature is higher for the negatives. Cells: answer / review / refuse.\n",
     ]
     for version, e in support["versions"].items():
         parts.append(f"\n### {version}: {e['sparse']} + {e['semantic']}\n\n")
