@@ -18,16 +18,10 @@ from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import content_terms
 from sourcepage.store.db import Store
 from sourcepage.support.answer import extract_answer, log_answer
-from sourcepage.support.calibrate import (
-    SENTENCE_MODEL,
-    Policy,
-    feature_row,
-    load_policy,
-    policy_stamp,
-    warm_sentence_model,
-)
-from sourcepage.support.decide import Calibration, decide, require_fact
-from sourcepage.support.features import matrix, term_weights
+from sourcepage.support.check import gate
+from sourcepage.support.decide import Calibration, decide, drivers, require_fact
+from sourcepage.support.features import SENTENCE_MODEL, feature_row, term_weights, warm_sentence_model
+from sourcepage.support.policy import load_policy, policy_stamp, store_policy
 
 #: how many top pages the decision and the jurisdiction notice look at
 DECISION_DEPTH = 5
@@ -51,35 +45,32 @@ class SearchService:
         self.searcher = Searcher(Store(store), version, auto_build=build)
         self.stamp = self.searcher.store.content_stamp()
         self.policy_stamp = policy_stamp(self.path, version)
-        self.policy = self._load_policy()
+        self.policy, self.policy_note = store_policy(
+            load_policy(self.path, self.version), self.searcher.fingerprint
+        )
         self._texts: dict[str, str] = {}
         self._sentence_model_ready = False
-
-    def _load_policy(self) -> Policy | None:
-        p = load_policy(self.path, self.version)
-        if p is not None and p.chunk_fingerprint:
-            if p.chunk_fingerprint != self.searcher.fingerprint:
-                return None  # calibrated on other chunks: stale
-        return p
 
     def calibration(
         self, question: str, a: list[Hit], b: list[Hit]
     ) -> tuple[Calibration, dict[str, float]] | None:
-        """The calibrated verdict inputs from the policy's sparse (``a``) and semantic (``b``)
-        rankings, or None without a policy."""
+        """The policy's verdict inputs from its sparse (``a``) and semantic (``b``) rankings,
+        or None without a policy."""
         pol = self.policy
         if pol is None:
             return None
         feats = feature_row(self.searcher, question, a, b)
-        prob = float(pol.classifier.proba(matrix([feats]))[0])
+        prob = float(pol.classifier.predict([feats])[0])
+        pro, con = drivers(pol.classifier.contributions(feats), feats, pol.reference)
         cal = Calibration(
             prob,
             pol.t_refuse,
             pol.t_answer,
-            pol.target_recall,
-            pol.n_questions["answerable"],
-            f"{pol.sparse} + {pol.semantic} on {self.version}",
+            pol.describe(),
+            pro,
+            con,
             conflicting=feats["rr_a_in_b"] == 0 and feats["rr_b_in_a"] == 0,
+            max_answerable_refused=pol.max_answerable_refused,
         )
         return cal, feats
 
@@ -133,25 +124,31 @@ class SearchService:
             cal[0] if cal else None,
             uncovered=uncovered,
             covered=router(s).codes,
+            no_policy=self.policy_note,
         )
-        df, n = s.term_df()
-        ans = extract_answer(
-            question,
-            results,
-            decision.decision,
-            term_weights(sorted(terms), df, n),
-            texts=s.store.raw_pages([r["page"] for r in results[:3]]),
-        )
-        decision = require_fact(decision, ans)
+        ans = None
+        if answer or decision.decision == "answer":  # an answer is only given once its quotes are checked
+            df, n = s.term_df()
+            weights = term_weights(sorted(terms), df, n)
+            ans = extract_answer(
+                question,
+                results,
+                decision.decision,
+                weights,
+                texts=s.store.raw_pages([r["page"] for r in results[:3]]),
+            )
+            ans, decision = gate(question, ans, decision, weights)
+            decision = require_fact(decision, ans)
         decide_ms = (time.perf_counter() - t2) * 1000
         support = None
-        if cal:
+        if cal and pol:
             c, feats = cal
             support = {
                 "probability": round(c.probability, 6),
                 "t_refuse": c.t_refuse,
                 "t_answer": None if c.t_answer == float("inf") else c.t_answer,
-                "policy": c.pair,
+                "policy": f"{pol.pair} on {self.version}",
+                "origin": pol.origin,
                 "features": feats,
             }
         out: dict[str, Any] = {
@@ -176,7 +173,7 @@ class SearchService:
             },
             "results": results,
         }
-        if answer:
+        if answer and ans is not None:
             if log:
                 log_answer(self.path, question, m.name, decision.decision, ans)
             out["answer"] = ans

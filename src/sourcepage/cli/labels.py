@@ -149,15 +149,21 @@ def calibrate(
     version: Annotated[str, typer.Option(help="Text version.")] = "raw",
     sparse: Annotated[str, typer.Option(help="Sparse method.")] = "bm25",
     semantic: Annotated[str, typer.Option(help="Semantic method (dense[:model] or lsa).")] = "dense",
-    target_recall: Annotated[float, typer.Option(help="Answerable recall to keep.")] = 0.95,
-    target_precision: Annotated[float, typer.Option(help="Precision needed to answer.")] = 0.95,
+    max_answerable_refused: Annotated[
+        float, typer.Option(help="Share of answerable questions the refusal threshold may refuse.")
+    ] = 0.05,
+    max_negative_answered: Annotated[
+        float,
+        typer.Option(help="Share of unsupported / out-of-domain questions the answer threshold may answer."),
+    ] = 0.0,
     seed: int = 42,
 ) -> None:
-    """Fit the answer / review / refuse policy on development questions; store it with the index."""
+    """Refine the shipped answer / review / refuse policy on this store's development questions;
+    store it with the index and say how much it changed."""
     from sourcepage.evaluation.answerability import held_out
     from sourcepage.evaluation.questions import QuestionError, read_questions
     from sourcepage.store.db import Store, StoreError
-    from sourcepage.support.calibrate import check_classes, run_calibration
+    from sourcepage.support.calibrate import check_classes, describe_calibration, run_calibration
     from sourcepage.vocabulary import ANSWERABILITIES
 
     try:
@@ -172,8 +178,8 @@ def calibrate(
                 version=version,
                 sparse=sparse,
                 semantic=semantic,
-                target_recall=target_recall,
-                target_precision=target_precision,
+                max_answerable_refused=max_answerable_refused,
+                max_negative_answered=max_negative_answered,
                 seed=seed,
                 progress=lambda done, total: tick(
                     f"answerability features ({sparse} + {semantic})", done, total
@@ -189,12 +195,7 @@ def calibrate(
     for h in held_out(rep.cv, qs, rep.single_scores):
         t.add_row(escape(h.policy), f"{h.auroc_near:.3f}", *(f"{h.refused[c]:.0%}" for c in ANSWERABILITIES))
     out.print(t)
-    pol = rep.policy
-    out.print(
-        f"policy fitted on {rep.questions} questions: refuse below P={pol.t_refuse:.3f}, answer at or above "
-        f"P={pol.t_answer:.3f}; stored in {rep.path}",
-        markup=False,
-    )
+    out.print(describe_calibration(rep), markup=False)
 
 
 def reviews(

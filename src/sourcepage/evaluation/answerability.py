@@ -5,10 +5,11 @@ preferred, else LSA), the answerability features are computed from the very rank
 the run produced, then stratified k-fold cross-validation fits the classifier and
 every threshold on the other folds and decides the held-out questions. Reported:
 AUROC per feature and of the combined classifier (broad / near-domain / out-of-domain,
-bootstrap CIs), the share of unsupported questions refused while the policy keeps
-answerable recall at the target, the answerable questions wrongly refused, the same
-for each single method's calibrated top-score threshold, and a risk–coverage curve.
-``held_out`` condenses the same comparison for ``sourcepage calibrate``.
+bootstrap CIs), the answer / review / refuse shares per class, the same for each single
+method's top-score threshold, the shipped default policy applied as it is (before and
+after the answer check), risk–coverage curves, and — for every run — how many of the
+answerable questions' ``answer_points`` the extractive answer's quotes cover.
+``held_out`` condenses the held-out comparison for ``sourcepage calibrate``.
 """
 
 from __future__ import annotations
@@ -25,10 +26,14 @@ from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
 from sourcepage.evaluation.answers import evaluate_quotes
 from sourcepage.evaluation.relevance import Run
-from sourcepage.records import Hit, Question
+from sourcepage.records import Hit, Question, parse_page_id
 from sourcepage.retrieval.search import Searcher
-from sourcepage.support.calibrate import cross_validate, feature_row
-from sourcepage.support.features import FEATURES
+from sourcepage.retrieval.tokenize import content_terms
+from sourcepage.support.answer import extract_answer
+from sourcepage.support.calibrate import cross_validate, decisions
+from sourcepage.support.check import check_answer, point_covered
+from sourcepage.support.features import FEATURES, feature_row, term_weights
+from sourcepage.support.policy import default_policy
 from sourcepage.vocabulary import ANSWERABILITIES, NEGATIVE_CLASSES
 
 NEG = NEGATIVE_CLASSES
@@ -110,6 +115,83 @@ def risk_coverage(prob: Sequence[float], y: Sequence[int]) -> list[tuple[float, 
     return [((i + 1) / len(yy), float(1 - yy[: i + 1].mean())) for i in range(len(yy))]
 
 
+def shipped_policy_result(
+    feats: Sequence[Mapping[str, float]],
+    qs: Sequence[Question],
+    quotes: Sequence[Sequence[str]],
+    weights: Sequence[Mapping[str, float]],
+) -> dict[str, Any]:
+    """The shipped default policy applied as it is (no fitting on these questions): its
+    probability, its thresholds' decisions, then the answer check (a question asking for a
+    value its quotes do not state goes from answer to review)."""
+    pol = default_policy()
+    prob = pol.classifier.predict(feats)
+    raw = decisions(pol, feats)
+    checked = [
+        "review" if d == "answer" and not check_answer(q.question, qt, w)["supported"] else d
+        for d, q, qt, w in zip(raw, qs, quotes, weights, strict=True)
+    ]
+    y = [int(q.answerability == "answerable") for q in qs]
+    return {
+        "policy": pol.describe(),
+        "t_refuse": pol.t_refuse,
+        "t_answer": pol.t_answer,
+        "auroc": {
+            k: round(
+                M.auroc(
+                    [p for p, v in zip(prob, y, strict=True) if v],
+                    [p for p, q in zip(prob, qs, strict=True) if q.answerability in neg],
+                ),
+                6,
+            )
+            for k, neg in NEG.items()
+        },
+        "decisions": decision_shares(raw, qs),
+        "decisions_checked": decision_shares(checked, qs),
+        "risk_coverage": [[round(c, 4), round(r, 4)] for c, r in risk_coverage(prob, y)],
+        "probability": [round(float(p), 6) for p in prob],
+        "decision": checked,
+    }
+
+
+def answer_point_coverage(
+    qs: Sequence[Question], quotes: Sequence[Sequence[str]], weights: Sequence[Mapping[str, float]]
+) -> dict[str, Any]:
+    """How many of the answerable questions' ``answer_points`` the quoted sentences cover
+    (``check.point_covered``): the mean share per question and the share of questions
+    with every point covered."""
+    shares, full = [], []
+    per_question = {}
+    for q, qt, w in zip(qs, quotes, weights, strict=True):
+        if q.answerability != "answerable" or not q.answer_points:
+            continue
+        text = " ".join(qt)
+        hit = [point_covered(pt, text, w) for pt in q.answer_points]
+        shares.append(sum(hit) / len(hit))
+        full.append(all(hit))
+        per_question[q.id] = [int(h) for h in hit]
+    return {
+        "questions": len(shares),
+        "mean_points_covered": round(float(np.mean(shares)), 4) if shares else math.nan,
+        "all_points_covered": round(float(np.mean(full)), 4) if full else math.nan,
+        "per_question": per_question,
+    }
+
+
+def _quotes(searcher: Searcher, q: Question, ranked: Sequence[Hit]) -> tuple[list[str], dict[str, float]]:
+    """The extractive answer's quoted sentences from a ranking's top pages (as ``search``
+    quotes them) and the question's idf weights."""
+    df, n = searcher.term_df()
+    w = term_weights(sorted(content_terms(q.question)), df, n)
+    results = []
+    for h in ranked[:3]:
+        doc, page = parse_page_id(h.page_id)
+        results.append(
+            {"page": h.page_id, "doc_id": doc, "page_number": page, "passage": searcher.passage(h.chunk_id)}
+        )
+    return [x["text"] for x in extract_answer(q.question, results, "answer", w)["quotes"]], w
+
+
 def evaluate_support(
     results: Mapping[tuple[str, str], Run],
     qs: Sequence[Question],
@@ -118,11 +200,13 @@ def evaluate_support(
     *,
     seed: int = 42,
     n_boot: int = 20000,
-    target_recall: float = 0.95,
+    max_answerable_refused: float = 0.05,
     folds: int = 5,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """answerability.json's content: one entry per text version with a method pair.
+    """answerability.json's content: one entry per text version with a method pair
+    (held-out classifier, each feature, single methods, the shipped default policy and the
+    risk–coverage curves), and the answer-point coverage of every run's quotes.
     ``results``: (version, method) → the run's ranked hits; ``progress(label, done,
     total)`` hears each question's features (the sentence model makes them slow)."""
     hits = {
@@ -132,12 +216,20 @@ def evaluate_support(
         if ranked
     }
     out: dict[str, Any] = {
-        "schema": 1,
-        "target_recall": target_recall,
+        "schema": 2,
+        "max_answerable_refused": max_answerable_refused,
+        "max_negative_answered": 0.0,
         "folds": folds,
         "seed": seed,
         "versions": {},
+        "answer_points": {},
     }
+    quoted: dict[tuple[str, str], tuple[list[list[str]], list[dict[str, float]]]] = {}
+    for v, m in runs:
+        if v in searchers:
+            pairs = [_quotes(searchers[v], q, hits.get((v, m, q.id), [])) for q in qs]
+            quoted[(v, m)] = ([p[0] for p in pairs], [p[1] for p in pairs])
+            out["answer_points"][f"{v} {m}"] = answer_point_coverage(qs, *quoted[(v, m)])
     for version in dict.fromkeys(v for v, _ in runs):
         pair = pick_pair(runs, version)
         if pair is None or version not in searchers:
@@ -154,7 +246,7 @@ def evaluate_support(
             for v, m in runs
             if v == version
         }
-        cv = cross_validate(feats, qs, single, target_recall=target_recall, folds=folds, seed=seed)
+        cv = cross_validate(feats, qs, single, max_answerable_refused, folds=folds, seed=seed)
         prob = cv["probability"]
         quotes = evaluate_quotes(
             searchers[version], qs, {q.id: hits.get((version, sparse, q.id), []) for q in qs}, cv["decision"]
@@ -196,6 +288,9 @@ def evaluate_support(
                 for q, p, d, f in zip(qs, prob, cv["decision"], feats, strict=True)
             ],
         }
+        default = default_policy()
+        if (default.sparse, default.semantic) == (sparse, semantic):
+            entry["shipped_policy"] = shipped_policy_result(feats, qs, *quoted[(version, sparse)])
         out["versions"][version] = entry
     return out
 

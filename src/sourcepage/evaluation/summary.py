@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sourcepage.support.features import FEATURE_DEFINITIONS
+from sourcepage.support.features import FEATURE_WORDS
 
 #: report column → its definition
 COLUMNS: dict[str, str] = {
@@ -135,7 +135,7 @@ def _quotes_line(support: Mapping[str, Any] | None) -> str:
 def glossary() -> str:
     """The 'How to read this report' section: every column and feature, defined."""
     cols = "".join(f"- **{k}**: {v}.\n" for k, v in COLUMNS.items())
-    feats = "".join(f"- `{k}`: {v}.\n" for k, v in FEATURE_DEFINITIONS.items())
+    feats = "".join(f"- `{k}`: {v}.\n" for k, v in FEATURE_WORDS.items())
     return (
         "\n## How to read this report\n\n"
         "Retrieval metrics are means over the answerable questions, on unique pages after chunk hits "

