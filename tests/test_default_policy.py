@@ -66,9 +66,11 @@ def test_fresh_store_refuses_off_topic_questions_without_calibrate(store: Path) 
         assert out["decision"] == "refuse", (q, out["reasons"])
         sup = out["support"]
         assert sup["origin"] == "default" and sup["probability"] < sup["t_refuse"]
+        assert out["answer"]["quotes"] == []
+        if "no document in this corpus is from" in out["reasons"][0]:
+            continue  # names a country the corpus does not cover: refused for that first
         assert "shipped default policy" in out["reasons"][0]
         assert out["reasons"][1].startswith("Against: ") and "similarity" in out["reasons"][1]
-        assert out["answer"]["quotes"] == []
 
 
 def test_fresh_store_answers_a_supported_question_with_a_citation(store: Path) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from sourcepage.records import Hit, parse_page_id
 from sourcepage.retrieval import duplicates
 from sourcepage.retrieval.filters import Filters, check_filters
+from sourcepage.retrieval.index import IndexMissing
 from sourcepage.retrieval.methods import Method, default_method, parse_method
 from sourcepage.retrieval.routing import router
 from sourcepage.retrieval.search import Searcher
@@ -90,9 +91,9 @@ class SearchService:
         s = self.searcher
         m = parse_method(method or default_method())
         f = check_filters(filters, list(s.documents.values()))
-        pol = self.policy
         t0 = time.perf_counter()
-        load_ms = self.prepare(m, notify)
+        load_ms, unusable = self.prepare(m, notify)
+        pol = None if unusable else self.policy
         t1 = time.perf_counter()
         # twice k pages, so that k remain after near-duplicate pages are grouped
         depth = max(2 * k, FEATURE_DEPTH) if pol and m.name in (pol.sparse, pol.semantic) else 2 * k
@@ -124,7 +125,7 @@ class SearchService:
             cal[0] if cal else None,
             uncovered=uncovered,
             covered=router(s).codes,
-            no_policy=self.policy_note,
+            no_policy=unusable or self.policy_note,
         )
         ans = None
         if answer or decision.decision == "answer":  # an answer is only given once its quotes are checked
@@ -201,29 +202,43 @@ class SearchService:
             "jurisdiction": d.jurisdiction,
         }
 
-    def prepare(self, method: Method, notify: Callable[[str], None] | None = None) -> float:
+    def prepare(self, method: Method, notify: Callable[[str], None] | None = None) -> tuple[float, str]:
         """Load (or, on first use, build) every index and model a search with ``method``
         needs — its own and the answer policy's — and return the milliseconds it took
-        (0 once loaded). ``notify`` hears what is about to be loaded or built."""
+        (0 once loaded) and, when the policy cannot be used for this search, why.
+        ``notify`` hears what is about to be loaded or built. A missing index of ``method``
+        itself raises IndexMissing (when the service does not build); a missing index of
+        the policy only sets the policy aside: the ranking stands, and the decision falls
+        back to the rule without a policy (never ``answer``), naming the command to run."""
         t0 = time.perf_counter()
         pol = self.policy
-        names = [method.name] + ([pol.sparse, pol.semantic] if pol else [])
-        missing = [
+        own = list(dict.fromkeys(method.needs()))
+        extra = [
             b
-            for name in dict.fromkeys(names)
+            for name in ([pol.sparse, pol.semantic] if pol else [])
             for b in parse_method(name).needs()
-            if not self.searcher.has_index(b)
+            if b not in own
         ]
+        missing = [b for b in dict.fromkeys(own + extra) if not self.searcher.has_index(b)]
         if missing and notify:
-            notify("loading " + ", ".join(dict.fromkeys(b.name for b in missing)) + f" ({self.version} text)")
-        for b in dict.fromkeys(missing):
+            notify("loading " + ", ".join(b.name for b in missing) + f" ({self.version} text)")
+        for b in own:
             self.searcher.index(b, notify)
-        if pol is not None and not self._sentence_model_ready:
+        unusable = ""
+        for b in dict.fromkeys(extra):
+            try:
+                self.searcher.index(b, notify)
+            except IndexMissing as e:
+                unusable = (
+                    f"The answer policy cannot be applied: {e}. A reviewer should confirm the evidence."
+                )
+                break
+        if pol is not None and not unusable and not self._sentence_model_ready:
             if notify:
                 notify(f"loading the sentence model of the answer policy ({SENTENCE_MODEL})")
             warm_sentence_model()
             self._sentence_model_ready = True
-        return (time.perf_counter() - t0) * 1000
+        return (time.perf_counter() - t0) * 1000, unusable
 
     def _result(self, h: Hit, terms: set[str]) -> dict[str, Any]:
         """One hit with its provenance (spec §5)."""

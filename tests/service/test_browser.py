@@ -123,10 +123,11 @@ def test_search_view_and_review_in_chromium(server: tuple[str, str]) -> None:
     assert reviews[0]["question"].startswith("What hearing protection")
 
 
-def test_phone_width_quotes_and_citations_in_chromium(server: str) -> None:
+def test_phone_width_quotes_and_citations_in_chromium(server: tuple[str, str]) -> None:
     """At 390 px (a phone) neither the results nor the page view scrolls sideways; a
     citation link carries the question, the chunk and the quote, and the page view marks
     the quoted sentence; the site has an icon."""
+    server, _token = server  # reading needs no reviewer on this machine
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
