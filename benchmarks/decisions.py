@@ -1,0 +1,94 @@
+"""What a user sees: the whole search (ranking, answer policy, jurisdiction rules, answer
+check, quote rule) over a question set, tallied per answerability class.
+
+    python benchmarks/decisions.py --store STORE --questions benchmarks/intl20/dev.jsonl \
+        [--method METHOD] [--out decisions.json]
+
+For every question ``sourcepage.api.search`` runs as the CLI and the web page run it (the
+store's calibrated policy, else the shipped default). Printed and written: the share of
+answer / review / refuse per class, the AUROC of P(supported) (answerable against
+unsupported, and against out-of-domain), the answer points covered by the quotes, and the
+ids of unsupported questions answered and answerable ones refused. Use the dev split for
+choices; run the test split once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from sourcepage import api
+from sourcepage.evaluation.metrics import auroc
+from sourcepage.evaluation.questions import read_questions
+from sourcepage.store.files import write_json
+from sourcepage.support.check import point_covered
+
+CLASSES = ("answerable", "unsupported", "out_of_domain")
+
+
+def measure(store: Path, questions: Path, method: str | None) -> dict:
+    qs = read_questions(questions)
+    rows = []
+    t0 = time.perf_counter()
+    for i, q in enumerate(qs, 1):
+        r = api.search(q.question, store, method=method, k=10)
+        sup = r["support"] or {}
+        quotes = " ".join(x["text"] for x in r.get("answer", {}).get("quotes", []))
+        points = [int(point_covered(p, quotes)) for p in q.answer_points] if q.answerability == "answerable" else []
+        rows.append(
+            {
+                "id": q.id,
+                "class": q.answerability,
+                "decision": r["decision"],
+                "probability": sup.get("probability"),
+                "origin": sup.get("origin"),
+                "points": points,
+                "reasons": r["reasons"],
+            }
+        )
+        print(f"{i}/{len(qs)} {q.id} {r['decision']} {time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
+    shares = {}
+    for c in CLASSES:
+        got = Counter(r["decision"] for r in rows if r["class"] == c)
+        n = sum(got.values())
+        shares[c] = {d: round(got[d] / n, 3) if n else None for d in ("answer", "review", "refuse")} | {"n": n}
+    pos = [r["probability"] for r in rows if r["class"] == "answerable" and r["probability"] is not None]
+
+    def vs(c: str) -> float | None:
+        neg = [r["probability"] for r in rows if r["class"] == c and r["probability"] is not None]
+        return round(auroc(pos, neg), 3) if pos and neg else None
+
+    covered = [sum(r["points"]) / len(r["points"]) for r in rows if r["points"]]
+    return {
+        "store": str(store),
+        "questions": str(questions),
+        "method": method or "default",
+        "decisions": shares,
+        "auroc_near": vs("unsupported"),
+        "auroc_ood": vs("out_of_domain"),
+        "answer_points_covered": round(sum(covered) / len(covered), 3) if covered else None,
+        "unsupported_answered": [r["id"] for r in rows if r["class"] != "answerable" and r["decision"] == "answer"],
+        "answerable_refused": [r["id"] for r in rows if r["class"] == "answerable" and r["decision"] == "refuse"],
+        "rows": rows,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--store", type=Path, required=True)
+    ap.add_argument("--questions", type=Path, required=True)
+    ap.add_argument("--method", default=None, help="default: the search default")
+    ap.add_argument("--out", type=Path)
+    a = ap.parse_args()
+    res = measure(a.store, a.questions, a.method)
+    if a.out:
+        write_json(a.out, res)
+    print(json.dumps({k: v for k, v in res.items() if k != "rows"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
