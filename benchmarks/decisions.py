@@ -38,7 +38,8 @@ def measure(store: Path, questions: Path, method: str | None) -> dict:
         r = api.search(q.question, store, method=method, k=10)
         sup = r["support"] or {}
         quotes = " ".join(x["text"] for x in r.get("answer", {}).get("quotes", []))
-        points = [int(point_covered(p, quotes)) for p in q.answer_points] if q.answerability == "answerable" else []
+        answerable = q.answerability == "answerable"
+        points = [int(point_covered(p, quotes)) for p in q.answer_points] if answerable else []
         rows.append(
             {
                 "id": q.id,
@@ -50,12 +51,14 @@ def measure(store: Path, questions: Path, method: str | None) -> dict:
                 "reasons": r["reasons"],
             }
         )
-        print(f"{i}/{len(qs)} {q.id} {r['decision']} {time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
+        took = time.perf_counter() - t0
+        print(f"{i}/{len(qs)} {q.id} {r['decision']} {took:.0f}s", file=sys.stderr, flush=True)
     shares = {}
     for c in CLASSES:
         got = Counter(r["decision"] for r in rows if r["class"] == c)
         n = sum(got.values())
-        shares[c] = {d: round(got[d] / n, 3) if n else None for d in ("answer", "review", "refuse")} | {"n": n}
+        shares[c] = {d: round(got[d] / n, 3) if n else None for d in ("answer", "review", "refuse")}
+        shares[c]["n"] = n
     pos = [r["probability"] for r in rows if r["class"] == "answerable" and r["probability"] is not None]
 
     def vs(c: str) -> float | None:
@@ -71,7 +74,9 @@ def measure(store: Path, questions: Path, method: str | None) -> dict:
         "auroc_near": vs("unsupported"),
         "auroc_ood": vs("out_of_domain"),
         "answer_points_covered": round(sum(covered) / len(covered), 3) if covered else None,
-        "unsupported_answered": [r["id"] for r in rows if r["class"] != "answerable" and r["decision"] == "answer"],
+        "unsupported_answered": [
+            r["id"] for r in rows if r["class"] != "answerable" and r["decision"] == "answer"
+        ],
         "answerable_refused": [r["id"] for r in rows if r["class"] == "answerable" and r["decision"] == "refuse"],
         "rows": rows,
     }
