@@ -77,7 +77,9 @@ def measure(store: Path, questions: Path, method: str | None) -> dict:
         "unsupported_answered": [
             r["id"] for r in rows if r["class"] != "answerable" and r["decision"] == "answer"
         ],
-        "answerable_refused": [r["id"] for r in rows if r["class"] == "answerable" and r["decision"] == "refuse"],
+        "answerable_refused": [
+            r["id"] for r in rows if r["class"] == "answerable" and r["decision"] == "refuse"
+        ],
         "rows": rows,
     }
 
