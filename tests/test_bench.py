@@ -92,7 +92,7 @@ def test_index_and_query_numbers_positive(bench_json: dict) -> None:
         assert b["seconds"] > 0 and b["x_study"] > 0
     q = bench_json["query"]
     assert q["questions"] == len(QUESTIONS)
-    assert len(q["paths"]) == 4
+    assert len(q["paths"]) == 6  # bm25 page-level, the default ranking, the whole search, three peers
     for s in q["paths"].values():
         for k in ("mean", "p50", "p95", "max", "x_rank_bm25_p50", "x_study_p50"):
             assert s[k] > 0, k

@@ -227,9 +227,13 @@ def _latency(ms: list[float]) -> dict[str, float]:
 def bench_query(
     store: str | Path, tokens: list[list[str]], queries: list[str], repeats: int = 5
 ) -> dict[str, Any]:
-    """Per-query latency (ms) of four paths; each query's time is its median over repeats."""
+    """Per-query latency (ms) of six paths in a warm process (indexes and models loaded
+    before the timing): our page-level BM25, the default method's ranking, the whole
+    search a user gets (ranking, decision, quotes), our raw BM25 scores, bm25s and
+    rank_bm25; each query's time is its median over repeats."""
+    from sourcepage import api
     from sourcepage.retrieval import bm25
-    from sourcepage.retrieval.methods import parse_method
+    from sourcepage.retrieval.methods import default_method, parse_method
     from sourcepage.retrieval.search import Searcher
     from sourcepage.retrieval.tokenize import tokenize
 
@@ -239,6 +243,10 @@ def bench_query(
     ours, plain, okapi = models[OURS], models[BM25S], models.get(RANK_BM25)
     searcher = Searcher(store, "raw")
     searcher.index(parse_method("bm25"))  # load (or build) the stored index outside the timing
+    default = default_method()
+    for need in parse_method(default).needs():
+        searcher.index(need)
+    api.service(store, "raw").prepare(parse_method(default))  # the policy's indexes and models
     qtokens = [tokenize(q) for q in queries]
     plain_vocab = plain.vocab_dict
 
@@ -248,6 +256,8 @@ def bench_query(
 
     paths: dict[str, Callable[[int], Any] | None] = {
         "ours Searcher.rank (page-level, k=20)": lambda i: searcher.rank(queries[i], "bm25", k=20),
+        f"ours Searcher.rank ({default}, k=20)": lambda i: searcher.rank(queries[i], default, k=20),
+        f"ours api.search ({default}: rank, decide, quote)": lambda i: api.search(queries[i], store, default),
         "ours bm25.scores": lambda i: bm25.scores(ours, qtokens[i]),
         "bm25s get_scores (defaults)": lambda i: plain_scores(qtokens[i]),
         RANK_BM25_QUERY: (lambda i: okapi.get_scores(qtokens[i])) if okapi is not None else None,
