@@ -10,7 +10,18 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, escape, fail, out, progress
+from sourcepage.cli._common import (
+    METHOD_GRAMMAR,
+    RayAddressOpt,
+    RayOpt,
+    StoreOpt,
+    Text,
+    escape,
+    fail,
+    out,
+    progress,
+    ray_executor,
+)
 
 
 def index(
@@ -19,11 +30,16 @@ def index(
     method: Annotated[
         str, typer.Option(help=f"Comma-separated methods ({METHOD_GRAMMAR}); their base indexes are built.")
     ] = "bm25,lsa",
+    ray: RayOpt = False,
+    ray_address: RayAddressOpt = None,
 ) -> None:
-    """Build (atomically) the indexes of the given methods and text versions."""
+    """Build (atomically) the indexes of the given methods and text versions.
+
+    With --ray each (version, method) index is built in a Ray task, after the chunks a
+    dense index needs are embedded in batches as Ray tasks."""
     import time
 
-    from sourcepage.retrieval.index import build_index, index_params, index_size_bytes
+    from sourcepage.retrieval.index import build_index, build_indexes, index_params, index_size_bytes
     from sourcepage.retrieval.methods import parse_methods
     from sourcepage.store.db import Store, StoreError
 
@@ -36,6 +52,29 @@ def index(
     t = Table(title="Indexes")
     for col in ("version", "method", "chunks", "seconds", "size"):
         t.add_column(col, justify="right" if col in ("chunks", "seconds", "size") else "left")
+    ex = ray_executor(ray, ray_address)
+    if ex is not None:
+        st.close()
+        t0 = time.perf_counter()
+        try:
+            paths = build_indexes(store, versions, list(dict.fromkeys(methods)), executor=ex)
+        except ValueError as e:
+            fail(str(e))
+        finally:
+            ex.close()
+        for path in paths:
+            p = index_params(path)
+            kb = index_size_bytes(path) / 1024
+            t.add_row(
+                escape(p["text_version"]),
+                p["method"],
+                str(p["chunks"]),
+                f"{p['build_seconds']:.2f}",
+                f"{kb:.0f} KiB",
+            )
+        out.print(t)
+        out.print(f"built on Ray ({ex.workers} CPUs) in {time.perf_counter() - t0:.2f} s", markup=False)
+        return
     with progress() as prog:
         for v in versions:
             for m in dict.fromkeys(methods):
