@@ -144,6 +144,10 @@ class RayExecutor:
             if address is None:
                 import tempfile
 
+                from ray._private import ray_constants
+
+                # a Ray imported before _import_ray set the variable: this process's copy too
+                ray_constants.ENABLE_RAY_CLUSTER = False
                 self._temp = tempfile.mkdtemp(prefix="sourcepage-ray-")
                 ray.init(
                     address="local",
@@ -192,8 +196,9 @@ def _apply(fn: Callable[[T], R], item: T) -> R:
 
 
 def _import_ray() -> Any:
-    """Ray, imported with a local cluster kept on the loopback interface and without usage
-    statistics (both read from the environment when Ray is first imported)."""
+    """Ray, with a local cluster kept on the loopback interface and without usage
+    statistics (read from the environment by this process when Ray is first imported, and
+    by the processes a local cluster starts)."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     # off: a node's address is the loopback one (Ray's rule for a single-machine OS)
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
