@@ -158,6 +158,8 @@ def test_sweep_through_ray_equals_inline(safety_corpus: Path, ray_ex: RayExecuto
     assert cells == sorted(p.name for p in (tmp_path / "ray" / "cells").iterdir()) and len(cells) >= 3
     for c in cells:
         assert _metrics(tmp_path / "inline" / "cells" / c) == _metrics(tmp_path / "ray" / "cells" / c), c
+        ranked = [(tmp_path / run / "cells" / c / "ranked.jsonl").read_text() for run in ("inline", "ray")]
+        assert ranked[0] == ranked[1], c  # every page, rank and score (LSA's too), bit for bit
 
 
 def test_without_ray_installed_the_error_says_how(

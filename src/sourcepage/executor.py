@@ -156,6 +156,13 @@ class RayExecutor:
                     log_to_driver=False,
                     configure_logging=False,
                     _temp_dir=self._temp,
+                    # workers with this machine's BLAS/torch threads, as a pool worker has (Ray
+                    # would force 1): LSA's scores differ in the last bits with the thread count
+                    runtime_env={
+                        "env_vars": {
+                            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS") or str(os.cpu_count() or 1)
+                        }
+                    },
                 )
             else:
                 ray.init(address=address, log_to_driver=False, configure_logging=False)
