@@ -13,6 +13,11 @@ picklable; it is started on the first ``map`` that has work, and reused until
 ``close``. An exception in a job is raised by ``map`` (catch inside ``fn`` to keep the
 other results).
 
+``"ray"`` runs the jobs as Ray tasks (:class:`RayExecutor`) on a local, loopback-only Ray
+started for this executor; ``"ray:ADDRESS"`` joins a running cluster (whose nodes must
+have sourcepage installed and see the same paths: stores and corpora are passed by
+path). Ray is imported only then; without it, ``make_executor`` says how to install it.
+
 :class:`LimitedPool` runs jobs on untrusted input (a PDF to extract, a page to render)
 in worker processes under :class:`~sourcepage.limits.Limits`: an address-space limit
 (``RLIMIT_AS``) and a wall-time limit per job. A job that breaks one ends its worker
@@ -46,7 +51,15 @@ from sourcepage.limits import LimitExceeded, Limits
 T = TypeVar("T")
 R = TypeVar("R")
 
-__all__ = ["Executor", "InProcess", "LimitedPool", "ProcessPool", "die_with_parent", "make_executor"]
+__all__ = [
+    "Executor",
+    "InProcess",
+    "LimitedPool",
+    "ProcessPool",
+    "RayExecutor",
+    "die_with_parent",
+    "make_executor",
+]
 
 
 class Executor(Protocol):
@@ -110,9 +123,105 @@ class ProcessPool:
         self.close()
 
 
-def make_executor(spec: str | int | None = None) -> InProcess | ProcessPool:
-    """An executor by name (``"inline"``, ``"process"``, ``"process:N"``) or by worker
-    count (1 or fewer, or None: in process; N > 1: a pool of N processes)."""
+class RayExecutor:
+    """Jobs as Ray tasks (one CPU each), results in order.
+
+    ``address`` None starts a local Ray for this executor: loopback only (no port on
+    another interface), no dashboard, no usage statistics, ``cpus`` CPUs (default every
+    core), its logs and sockets in a temporary folder removed at ``close``. An address
+    joins that cluster (``host:port`` of its head, or ``ray://host:10001``); ``close``
+    then only disconnects. A Ray already initialised in this process is used as it is,
+    and left running."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, cpus: int | None = None):
+        ray = _import_ray()
+        self._ray = ray
+        self._temp: str | None = None
+        self._owner = not ray.is_initialized()
+        if self._owner:
+            if address is None:
+                import tempfile
+
+                from ray._private import ray_constants
+
+                # a Ray imported before _import_ray set the variable: this process's copy too
+                ray_constants.ENABLE_RAY_CLUSTER = False
+                self._temp = tempfile.mkdtemp(prefix="sourcepage-ray-")
+                ray.init(
+                    address="local",
+                    num_cpus=cpus or os.cpu_count() or 1,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    configure_logging=False,
+                    _temp_dir=self._temp,
+                    # workers with this machine's BLAS/torch threads, as a pool worker has (Ray
+                    # would force 1): LSA's scores differ in the last bits with the thread count
+                    runtime_env={
+                        "env_vars": {
+                            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS") or str(os.cpu_count() or 1)
+                        }
+                    },
+                )
+            else:
+                ray.init(address=address, log_to_driver=False, configure_logging=False)
+        self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self._task = ray.remote(num_cpus=1, max_retries=0)(_apply)
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        items = list(items)
+        if not items:
+            return []
+        refs = [self._task.remote(fn, x) for x in items]
+        try:
+            return self._ray.get(refs)
+        except self._ray.exceptions.RayTaskError as e:
+            cause = getattr(e, "cause", None)  # the job's own exception, as a process pool raises it
+            raise (cause if isinstance(cause, BaseException) else e.as_instanceof_cause()) from None
+
+    def close(self) -> None:
+        if self._owner and self._ray.is_initialized():
+            self._ray.shutdown()
+        self._owner = False
+        if self._temp is not None:
+            import shutil
+
+            shutil.rmtree(self._temp, ignore_errors=True)
+            self._temp = None
+
+    def __enter__(self) -> RayExecutor:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _apply(fn: Callable[[T], R], item: T) -> R:
+    """One Ray task: ``fn`` (a module-level function, pickled by name) on ``item``."""
+    return fn(item)
+
+
+def _import_ray() -> Any:
+    """Ray, with a local cluster kept on the loopback interface and without usage
+    statistics (read from the environment by this process when Ray is first imported, and
+    by the processes a local cluster starts)."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # off: a node's address is the loopback one (Ray's rule for a single-machine OS)
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    try:
+        import ray
+    except ImportError as e:
+        raise ValueError(
+            "the Ray executor needs the package ray: pip install 'sourcepage[ray]' (or pip install ray)"
+        ) from e
+    return ray
+
+
+def make_executor(spec: str | int | None = None) -> InProcess | ProcessPool | RayExecutor:
+    """An executor by name (``"inline"``, ``"process"``, ``"process:N"``, ``"ray"``,
+    ``"ray:ADDRESS"``) or by worker count (1 or fewer, or None: in process; N > 1: a pool
+    of N processes)."""
     if spec is None:
         return InProcess()
     if isinstance(spec, int):
@@ -125,7 +234,9 @@ def make_executor(spec: str | int | None = None) -> InProcess | ProcessPool:
             return ProcessPool()
         if count.isdigit() and int(count) >= 1:
             return ProcessPool(int(count))
-    raise ValueError(f"unknown executor {spec!r}; use inline, process or process:N")
+    if name == "ray":
+        return RayExecutor(count or None)
+    raise ValueError(f"unknown executor {spec!r}; use inline, process, process:N, ray or ray:ADDRESS")
 
 
 # --------------------------------------------------------------------------- workers

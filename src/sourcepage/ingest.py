@@ -10,6 +10,10 @@ extracts (in worker processes under limits: one, or one per core for a large bat
 of files), audits, cleans, chunks and writes, records failures and warnings in the run
 log, marks removed what the source no longer holds, and fills the report.
 
+With an ``executor`` (a process pool, Ray: ``sourcepage.executor``) each document is
+extracted, audited, cleaned and chunked in one job (:func:`_prepare_job`) and only
+written here; the store is the same as without one.
+
 A document that fails (corrupt, encrypted, empty, image-only) or hits a limit
 (:class:`~sourcepage.limits.Limits`: pages, memory, time; files are extracted in worker
 processes under them) is reported with the reason and skipped; the others are
@@ -167,13 +171,15 @@ def ingest(
     force: bool = False,
     progress: Progress | None = None,
     limits: Limits = EXTRACT_LIMITS,
+    executor: Executor | None = None,
 ) -> IngestReport:
     """Ingest ``corpus`` (a folder with manifest.csv and pdf/, or several such folders
     that make one collection) into ``store``.
 
     Raises ManifestError (every problem with file, line, column) before touching the
     store when the manifest is invalid. ``workers``: processes extracting files (None:
-    every core for a batch of 64 MB or more, else 1), each under ``limits``.
+    every core for a batch of 64 MB or more, else 1), each under ``limits``; with
+    ``executor`` (e.g. Ray) its jobs extract and chunk instead, without the limits.
     ``progress(done, total, doc_id)`` is called after each extracted document.
     """
     t0 = time.perf_counter()
@@ -184,7 +190,17 @@ def ingest(
         allow_checksum_mismatch=allow_checksum_mismatch,
     )
     report = IngestReport(store=str(store), engine=engine)
-    run(source, store, report, force=force, workers=workers, progress=progress, started=t0, limits=limits)
+    run(
+        source,
+        store,
+        report,
+        force=force,
+        workers=workers,
+        progress=progress,
+        executor=executor,
+        started=t0,
+        limits=limits,
+    )
     return report
 
 
@@ -225,8 +241,8 @@ def run(
 ) -> Report:
     """The ingest loop: every document of ``source`` into ``store``, noted in ``report``.
 
-    ``executor`` extracts the files without limits (default: a LimitedPool under
-    ``limits``, its size chosen by ``workers``, see :func:`ingest`);
+    ``executor`` extracts and chunks the files without limits (default: a LimitedPool
+    extracting under ``limits``, its size chosen by ``workers``, see :func:`ingest`);
     ``progress(done, total, doc_id)`` follows the extracted documents of each batch.
     """
     t0 = time.perf_counter() if started is None else started
@@ -269,6 +285,34 @@ def _extract_job(job: tuple[str, str, int]) -> Extracted | Exception:
         return extract_document(path, engine, max_pages)
     except Exception as e:
         return e
+
+
+@dataclass
+class Prepared:
+    """A document extracted, audited, cleaned and chunked by one executor job."""
+
+    extracted: Extracted
+    audits: list[Any]
+    cleaned: list[str]
+    chunks: dict[str, Any]
+
+
+def _prepare_job(job: tuple[str, str, int, Document, TextSettings]) -> Prepared | Exception:
+    """Extract one file, then audit, clean and chunk it (an extraction error is returned,
+    as by :func:`_extract_job`; an error after it is raised, as in this process)."""
+    path, engine, max_pages, doc, settings = job
+    result = _extract_job((path, engine, max_pages))
+    if isinstance(result, Exception):
+        return result
+    return Prepared(result, *_audit_and_chunk(doc, result, settings))
+
+
+def _audit_and_chunk(
+    doc: Document, result: Extracted, settings: TextSettings
+) -> tuple[list[Any], list[str], dict[str, Any]]:
+    audits = [audit_page(t, la) for t, la in zip(result.texts, result.layouts, strict=True)]
+    cleaned, chunks = build_versions(doc, result.texts, settings)
+    return audits, cleaned, chunks
 
 
 def _metadata_json(doc: Document) -> str:
@@ -345,7 +389,7 @@ class _Loop:
         one_each = self.source.per_document_transactions
         units = chain(((c, None) for c in rebuild), self._extracted(write))
         total, done = len(rebuild) + len(write), 0
-        group: list[tuple[Candidate, Extracted | Exception | None]] = []
+        group: list[tuple[Candidate, Extracted | Prepared | Exception | None]] = []
         for unit in units:
             group.append(unit)
             if not one_each and len(group) < total:
@@ -362,7 +406,9 @@ class _Loop:
                     self.progress(done, len(write), c.doc.doc_id)
             group = []
 
-    def _extracted(self, write: list[Candidate]) -> Iterator[tuple[Candidate, Extracted | Exception]]:
+    def _extracted(
+        self, write: list[Candidate]
+    ) -> Iterator[tuple[Candidate, Extracted | Prepared | Exception]]:
         """(candidate, pages or error) in the order of ``write``: pages in hand as they
         are, files extracted through the executor a few at a time."""
         need = [c for c in write if c.pages is None]
@@ -374,8 +420,11 @@ class _Loop:
         for i in range(0, len(write), step):
             part = write[i : i + step]
             jobs = [(str(c.path), self.source.engine, self.limits.pages) for c in part if c.pages is None]
-            limited = isinstance(ex, LimitedPool)
-            results = iter(ex.settle(_extract_job, jobs) if limited else ex.map(_extract_job, jobs))
+            if isinstance(ex, LimitedPool):
+                results = iter(ex.settle(_extract_job, jobs))
+            else:  # an executor of the caller's: its jobs chunk too
+                docs = [(c.doc, self.settings) for c in part if c.pages is None]
+                results = iter(ex.map(_prepare_job, [j + d for j, d in zip(jobs, docs, strict=True)]))
             for c in part:
                 yield c, (c.pages if c.pages is not None else next(results))
 
@@ -400,7 +449,7 @@ class _Loop:
         self.st.write_chunks(conn, c.doc.doc_id, chunks)
         self.report.note_rebuilt(c.doc.doc_id)
 
-    def _write(self, conn: Any, c: Candidate, result: Extracted | Exception) -> None:
+    def _write(self, conn: Any, c: Candidate, result: Extracted | Prepared | Exception) -> None:
         """Audit, clean, chunk and write one extracted document, or record its failure."""
         doc, st = c.doc, self.st
         if isinstance(result, Exception):
@@ -412,8 +461,10 @@ class _Loop:
             st.warn(conn, self.run_id, doc.doc_id, "extract", msg)
             self.report.note_failed(doc.doc_id, msg)
             return
-        audits = [audit_page(t, la) for t, la in zip(result.texts, result.layouts, strict=True)]
-        cleaned, chunks = build_versions(doc, result.texts, self.settings)
+        if isinstance(result, Prepared):
+            audits, cleaned, chunks, result = result.audits, result.cleaned, result.chunks, result.extracted
+        else:
+            audits, cleaned, chunks = _audit_and_chunk(doc, result, self.settings)
         st.write_document(
             conn,
             doc,

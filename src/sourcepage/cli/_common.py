@@ -29,7 +29,20 @@ from rich.text import Text
 
 from sourcepage.retrieval.methods import METHOD_GRAMMAR
 
-__all__ = ["METHOD_GRAMMAR", "StoreOpt", "Text", "err", "escape", "fail", "out", "progress", "ticker"]
+__all__ = [
+    "METHOD_GRAMMAR",
+    "RayAddressOpt",
+    "RayOpt",
+    "StoreOpt",
+    "Text",
+    "err",
+    "escape",
+    "fail",
+    "out",
+    "progress",
+    "ray_executor",
+    "ticker",
+]
 
 # a pipe or a file gets a wide table rather than rich's 80-column default
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -37,6 +50,25 @@ out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True)
 
 StoreOpt = Annotated[Path, typer.Option("--store", help="Store directory.")]
+RayOpt = Annotated[
+    bool, typer.Option("--ray", help="Run the jobs on Ray (a local cluster unless --ray-address).")
+]
+RayAddressOpt = Annotated[
+    str | None, typer.Option("--ray-address", help="A running Ray cluster to join (implies --ray).")
+]
+
+
+def ray_executor(ray: bool, address: str | None) -> Any:
+    """The Ray executor that ``--ray`` / ``--ray-address`` ask for, or None; a missing Ray
+    package or an unreachable cluster ends the command with a clear message."""
+    if not ray and address is None:
+        return None
+    from sourcepage.executor import make_executor
+
+    try:
+        return make_executor(f"ray:{address}" if address else "ray")
+    except (ValueError, OSError, ConnectionError) as e:
+        fail(f"cannot start Ray: {e}")
 
 
 def progress() -> Progress:

@@ -8,7 +8,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from sourcepage.cli._common import StoreOpt, err, escape, fail, out, progress
+from sourcepage.cli._common import (
+    RayAddressOpt,
+    RayOpt,
+    StoreOpt,
+    err,
+    escape,
+    fail,
+    out,
+    progress,
+    ray_executor,
+)
 from sourcepage.limits import EXTRACT_LIMITS
 
 if TYPE_CHECKING:
@@ -58,8 +68,13 @@ def ingest(
     max_pages: Annotated[
         int, typer.Option(help="Pages a document may have (more: it is skipped).")
     ] = EXTRACT_LIMITS.pages,
+    ray: RayOpt = False,
+    ray_address: RayAddressOpt = None,
 ) -> None:
-    """Validate, extract, audit, clean and chunk a corpus into a store (incremental)."""
+    """Validate, extract, audit, clean and chunk a corpus into a store (incremental).
+
+    With --ray each document is extracted and chunked in a Ray task (not under the
+    memory and time limits, which need the local worker processes)."""
     from sourcepage.limits import Limits
     from sourcepage.text.chunk import ChunkConfig
     from sourcepage.text.clean import CleanConfig
@@ -77,6 +92,8 @@ def ingest(
     if beir is not None:
         if corpus:
             fail("give --corpus or --beir, not both")
+        if ray or ray_address:
+            fail("--ray extracts the files of a --corpus; a BEIR corpus has none to extract")
 
         # typer vendors click: compare the parameter source by name
         def given(name: str) -> bool:
@@ -88,6 +105,7 @@ def ingest(
         fail("give --corpus DIR (or --beir DIR)")
     from sourcepage.ingest import ingest as run
 
+    ex = ray_executor(ray, ray_address)
     with progress() as prog:
         task = prog.add_task("extracting", total=None)
 
@@ -105,9 +123,13 @@ def ingest(
                 force=force,
                 progress=tick,
                 limits=limits,
+                executor=ex,
             )
         except ValueError as e:  # ManifestError among them
             fail(str(e))
+        finally:
+            if ex is not None:
+                ex.close()
     rate = rep.pages_extracted / rep.wall_seconds if rep.wall_seconds else 0.0
     out.print(f"[bold]store[/] {escape(str(rep.store))}  engine {escape(rep.engine)}")
     out.print(

@@ -10,7 +10,19 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, err, escape, fail, out, progress
+from sourcepage.cli._common import (
+    METHOD_GRAMMAR,
+    RayAddressOpt,
+    RayOpt,
+    StoreOpt,
+    Text,
+    err,
+    escape,
+    fail,
+    out,
+    progress,
+    ray_executor,
+)
 
 
 def index(
@@ -24,12 +36,17 @@ def index(
             "the methods of a stored answer policy."
         ),
     ] = None,
+    ray: RayOpt = False,
+    ray_address: RayAddressOpt = None,
 ) -> None:
-    """Build (atomically) the indexes of the given methods and text versions."""
+    """Build (atomically) the indexes of the given methods and text versions.
+
+    With --ray each (version, method) index is built in a Ray task, after the chunks a
+    dense index needs are embedded in batches as Ray tasks."""
     import time
 
     from sourcepage import api
-    from sourcepage.retrieval.index import build_index, index_params, index_size_bytes
+    from sourcepage.retrieval.index import build_index, build_indexes, index_params, index_size_bytes
     from sourcepage.retrieval.methods import parse_method, parse_methods
     from sourcepage.store.db import Store, StoreError
 
@@ -46,6 +63,33 @@ def index(
     t = Table(title="Indexes")
     for col in ("version", "method", "chunks", "seconds", "size"):
         t.add_column(col, justify="right" if col in ("chunks", "seconds", "size") else "left")
+    ex = ray_executor(ray, ray_address)
+    if ex is not None:
+        st.close()
+        t0 = time.perf_counter()
+        try:
+            paths = [
+                path
+                for v in versions
+                for path in build_indexes(store, [v], [b for w, b in plan if w == v], executor=ex)
+            ]
+        except ValueError as e:
+            fail(str(e))
+        finally:
+            ex.close()
+        for path in paths:
+            p = index_params(path)
+            kb = index_size_bytes(path) / 1024
+            t.add_row(
+                escape(p["text_version"]),
+                p["method"],
+                str(p["chunks"]),
+                f"{p['build_seconds']:.2f}",
+                f"{kb:.0f} KiB",
+            )
+        out.print(t)
+        out.print(f"built on Ray ({ex.workers} CPUs) in {time.perf_counter() - t0:.2f} s", markup=False)
+        return
     with progress() as prog:
         for v, m in plan:
             task = prog.add_task(escape(f"{v} {m.name}"), total=None)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from sourcepage.cli._common import err, escape, fail, out
+from sourcepage.cli._common import RayAddressOpt, RayOpt, err, escape, fail, out, ray_executor
 
 
 def _duration(seconds: float | None) -> str:
@@ -78,12 +78,8 @@ def sweep(
     executor: Annotated[
         str, typer.Option("--executor", help="inline, process or process:N (default: every core).")
     ] = "process",
-    ray: Annotated[
-        bool, typer.Option("--ray", help="Run on Ray (a local cluster unless --ray-address).")
-    ] = False,
-    ray_address: Annotated[
-        str | None, typer.Option("--ray-address", help="Address of a running Ray cluster to join.")
-    ] = None,
+    ray: RayOpt = False,
+    ray_address: RayAddressOpt = None,
     bootstrap: Annotated[int | None, typer.Option(help="Bootstrap resamples (default: the grid's).")] = None,
     keep_indexes: Annotated[
         bool,
@@ -100,12 +96,8 @@ def sweep(
         if bootstrap is not None:
             g.base = merge(g.base, {"bootstrap": bootstrap})
             g.default().design.runs()
-        ray = ray or ray_address is not None
-        spec = (f"ray:{ray_address}" if ray_address else "ray") if ray else executor
-        ex = make_executor(spec)
+        ex = ray_executor(ray, ray_address) or make_executor(executor)
     except (ValueError, OSError) as e:
-        if ray:
-            fail(f"{e} (this installation has no Ray executor; use --executor process)")
         fail(str(e))
     try:
         with _Bar() as bar:

@@ -12,7 +12,10 @@ the switch, and so are the ``.<build-id>.<pid>.tmp`` folders of builds whose pro
 is gone (killed mid-build). An index records the fingerprint of the chunks it was built from and
 its parameters; ``load_index`` returns None for a missing or stale index.
 ``build_indexes`` builds several (version, method) indexes through an executor
-(sourcepage.executor), each job with its own Store.
+(sourcepage.executor), each job with its own Store; given one with several workers
+(a process pool, Ray), it first embeds the chunks a dense index needs in batches, as jobs
+of that executor, into the store's embedding cache (:func:`embed_through`), so the
+dense builds only read vectors.
 """
 
 from __future__ import annotations
@@ -244,8 +247,60 @@ def build_indexes(
     versions = [version] if isinstance(version, str) else list(version)
     parsed = [parse_method(m) if isinstance(m, str) else m for m in methods]
     names = list(dict.fromkeys(b.name for m in parsed for b in m.needs()))
+    ex = executor or InProcess()
+    if ex.workers > 1:
+        store = Store(store_path)
+        try:
+            for name in names:
+                embed_through(ex, store, list(dict.fromkeys(versions)), parse_method(name))
+        finally:
+            store.close()
     jobs = [(str(store_path), v, name, settings) for v in dict.fromkeys(versions) for name in names]
-    return [Path(p) for p in (executor or InProcess()).map(_build_job, jobs)]
+    return [Path(p) for p in ex.map(_build_job, jobs)]
+
+
+#: chunk texts per embedding job (16 of dense's batches of 32)
+EMBED_JOB_TEXTS = 512
+
+
+def embed_through(executor: Executor, store: Store, versions: Sequence[str], method: Method) -> int:
+    """Embed the chunk texts of ``versions`` that the store's cache lacks for ``method``
+    (a dense method; any other is left alone) through ``executor``, in jobs of
+    ``EMBED_JOB_TEXTS`` texts, writing each round's vectors (a few jobs per worker) into
+    the cache: an interrupted run loses one round. Version by version, the texts are cut
+    into the same batches of 32 as ``dense.embed_passages`` in one process (a model's
+    vectors differ in the last bit with the batch a text is in), so the vectors are
+    identical. Like that build, it holds a version's texts in memory. Returns the number
+    of texts embedded."""
+    encoder = getattr(method.spec, "encoder", None)
+    if encoder is None:
+        return 0
+    from sourcepage.retrieval.dense import text_sha
+
+    model = encoder(method).name
+    per_round = 4 * max(1, executor.workers)
+    done = 0
+    for v in versions:
+        texts = {text_sha(t): t for _, t in store.iter_chunk_texts(v)}
+        have = store.cached_embeddings(model, sorted(texts))
+        todo = sorted((s, t) for s, t in texts.items() if s not in have)
+        del texts, have
+        jobs = [todo[i : i + EMBED_JOB_TEXTS] for i in range(0, len(todo), EMBED_JOB_TEXTS)]
+        for r in range(0, len(jobs), per_round):
+            part = jobs[r : r + per_round]
+            vectors = executor.map(_embed_job, [(model, [t for _, t in job]) for job in part])
+            for job, vecs in zip(part, vectors, strict=True):
+                store.cache_embeddings(model, {s: vec for (s, _), vec in zip(job, vecs, strict=True)})
+        done += len(todo)
+    return done
+
+
+def _embed_job(job: tuple[str, list[str]]) -> Any:
+    """Vectors of ``texts`` by the dense model named (in dense's batches of 32)."""
+    from sourcepage.retrieval.dense import MODELS, embed_passages
+
+    model, texts = job
+    return embed_passages(MODELS[model], texts)
 
 
 def _build_job(job: tuple[str, str, str, IndexSettings]) -> str:
