@@ -89,7 +89,7 @@ def _fake_result(question: str) -> dict:
         "results": [page],
         "answer": {
             "status": "draft for review",
-            "asked": "who",
+            "asked": "who (a person or role)",
             "fact_found": False,
             "quotes": [{"text": "Each lock is removed [sic].", "citation": "[osha3120-lockout-tagout p.22]"}],
         },
