@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Asked", "VALUE_ASKS", "WORDS", "asked_facts", "asked_value", "states"]
+__all__ = ["Asked", "VALUE_ASKS", "WORDS", "asked_facts", "asked_value", "numbers", "states"]
 
 _NUMBER_WORDS = (
     "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
@@ -179,6 +179,7 @@ class Asked:
         return self.kind not in _OTHER
 
     def describe(self) -> str:
+        """The kind in words (``WORDS``), as answers, checks and reasons name it."""
         return WORDS[self.kind]
 
 
