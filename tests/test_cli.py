@@ -89,7 +89,7 @@ def _fake_result(question: str) -> dict:
         "results": [page],
         "answer": {
             "status": "draft for review",
-            "asked": "who",
+            "asked": "who (a person or role)",
             "fact_found": False,
             "quotes": [{"text": "Each lock is removed [sic].", "citation": "[osha3120-lockout-tagout p.22]"}],
         },
@@ -112,7 +112,7 @@ def test_search_prints_passages_and_citations_verbatim(
     assert "jurisdictions (US, [UK])" in out
     assert "\u201cEach lock is removed [sic].\u201d [osha3120-lockout-tagout p.22]" in out
     assert "12 ms: load 10 (indexes and models) · rank 1.5 · decide 1.0" in out
-    assert "none states what was asked (who)" in out
+    assert "none states what was asked: who (a person or role)" in out
     assert "As [doc p.3] says, each [red]lock[/red] is removed by its owner." in out
 
 

@@ -14,6 +14,7 @@ from sourcepage.evaluation.questions import read_questions
 from sourcepage.ingest import ingest
 from sourcepage.retrieval.search import Searcher
 from sourcepage.store.db import Store
+from sourcepage.support.facts import WORDS
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -62,7 +63,7 @@ def test_quotes_state_the_asked_fact_and_contents_pages_do_not_lead(store: Path)
 
     res = api.search("How often must energy control procedures be inspected?", store, k=5)
     ans = res["answer"]
-    assert ans["fact_found"] and ans["asked"] == "how often"
+    assert ans["fact_found"] and ans["asked"] == WORDS["frequency"]
     assert any("annually" in q["text"] or "once a year" in q["text"] for q in ans["quotes"])
     assert all("\ufffe" not in q["text"] and "...." not in q["text"] for q in ans["quotes"])
     contents = Store(store).contents_pages()

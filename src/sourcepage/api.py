@@ -19,8 +19,7 @@ from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import content_terms
 from sourcepage.store.db import Store
 from sourcepage.support.answer import extract_answer, log_answer
-from sourcepage.support.check import gate
-from sourcepage.support.decide import Calibration, decide, drivers, require_fact
+from sourcepage.support.decide import Calibration, decide, drivers, gate
 from sourcepage.support.features import SENTENCE_MODEL, feature_row, term_weights, warm_sentence_model
 from sourcepage.support.policy import load_policy, policy_stamp, store_policy
 
@@ -139,7 +138,6 @@ class SearchService:
                 texts=s.store.raw_pages([r["page"] for r in results[:3]]),
             )
             ans, decision = gate(question, ans, decision, weights)
-            decision = require_fact(decision, ans)
         decide_ms = (time.perf_counter() - t2) * 1000
         support = None
         if cal and pol:

@@ -207,7 +207,7 @@ def search(
     ans = res.get("answer") or {}
     if ans.get("quotes"):
         label = "supporting sentences" if ans["status"] == "answer" else "draft quotes for the reviewer"
-        found = "" if ans.get("fact_found", True) else f" — none states what was asked ({ans['asked']})"
+        found = "" if ans.get("fact_found", True) else f" — none states what was asked: {ans['asked']}"
         out.print(Text(f"\n{label}{found}:", style="bold"))
         for q in ans["quotes"]:
             out.print(f"  \u201c{q['text']}\u201d {q['citation']}", highlight=False, markup=False)

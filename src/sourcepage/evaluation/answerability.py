@@ -26,12 +26,13 @@ from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
 from sourcepage.evaluation.answers import evaluate_quotes
 from sourcepage.evaluation.relevance import Run
-from sourcepage.records import Hit, Question, parse_page_id
+from sourcepage.records import Decision, Hit, Question, parse_page_id
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import content_terms
 from sourcepage.support.answer import extract_answer
 from sourcepage.support.calibrate import cross_validate, decisions
-from sourcepage.support.check import check_answer, point_covered
+from sourcepage.support.check import point_covered
+from sourcepage.support.decide import gate
 from sourcepage.support.features import FEATURES, feature_row, term_weights
 from sourcepage.support.policy import default_policy
 from sourcepage.vocabulary import ANSWERABILITIES, NEGATIVE_CLASSES
@@ -118,18 +119,19 @@ def risk_coverage(prob: Sequence[float], y: Sequence[int]) -> list[tuple[float, 
 def shipped_policy_result(
     feats: Sequence[Mapping[str, float]],
     qs: Sequence[Question],
-    quotes: Sequence[Sequence[str]],
+    answers: Sequence[Mapping[str, Any]],
     weights: Sequence[Mapping[str, float]],
 ) -> dict[str, Any]:
     """The shipped default policy applied as it is (no fitting on these questions): its
-    probability, its thresholds' decisions, then the answer check (a question asking for a
-    value its quotes do not state goes from answer to review)."""
+    probability, its thresholds' decisions, then the answer check as search makes it
+    (``support.decide.gate``: an answer whose quotes do not state what the question asks
+    goes to review)."""
     pol = default_policy()
     prob = pol.classifier.predict(feats)
     raw = decisions(pol, feats)
     checked = [
-        "review" if d == "answer" and not check_answer(q.question, qt, w)["supported"] else d
-        for d, q, qt, w in zip(raw, qs, quotes, weights, strict=True)
+        gate(q.question, a, Decision(d, ()), w)[1].decision
+        for d, q, a, w in zip(raw, qs, answers, weights, strict=True)
     ]
     y = [int(q.answerability == "answerable") for q in qs]
     return {
@@ -155,17 +157,17 @@ def shipped_policy_result(
 
 
 def answer_point_coverage(
-    qs: Sequence[Question], quotes: Sequence[Sequence[str]], weights: Sequence[Mapping[str, float]]
+    qs: Sequence[Question], answers: Sequence[Mapping[str, Any]], weights: Sequence[Mapping[str, float]]
 ) -> dict[str, Any]:
     """How many of the answerable questions' ``answer_points`` the quoted sentences cover
     (``check.point_covered``): the mean share per question and the share of questions
     with every point covered."""
     shares, full = [], []
     per_question = {}
-    for q, qt, w in zip(qs, quotes, weights, strict=True):
+    for q, a, w in zip(qs, answers, weights, strict=True):
         if q.answerability != "answerable" or not q.answer_points:
             continue
-        text = " ".join(qt)
+        text = " ".join(x["text"] for x in a["quotes"])
         hit = [point_covered(pt, text, w) for pt in q.answer_points]
         shares.append(sum(hit) / len(hit))
         full.append(all(hit))
@@ -178,9 +180,11 @@ def answer_point_coverage(
     }
 
 
-def _quotes(searcher: Searcher, q: Question, ranked: Sequence[Hit]) -> tuple[list[str], dict[str, float]]:
-    """The extractive answer's quoted sentences from a ranking's top pages (as ``search``
-    quotes them) and the question's idf weights."""
+def _quotes(
+    searcher: Searcher, q: Question, ranked: Sequence[Hit]
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """The extractive answer from a ranking's top pages (as ``search`` quotes them, for an
+    ``answer`` decision) and the question's idf weights."""
     df, n = searcher.term_df()
     w = term_weights(sorted(content_terms(q.question)), df, n)
     results = []
@@ -189,7 +193,7 @@ def _quotes(searcher: Searcher, q: Question, ranked: Sequence[Hit]) -> tuple[lis
         results.append(
             {"page": h.page_id, "doc_id": doc, "page_number": page, "passage": searcher.passage(h.chunk_id)}
         )
-    return [x["text"] for x in extract_answer(q.question, results, "answer", w)["quotes"]], w
+    return extract_answer(q.question, results, "answer", w), w
 
 
 def evaluate_support(
@@ -224,7 +228,7 @@ def evaluate_support(
         "versions": {},
         "answer_points": {},
     }
-    quoted: dict[tuple[str, str], tuple[list[list[str]], list[dict[str, float]]]] = {}
+    quoted: dict[tuple[str, str], tuple[list[dict[str, Any]], list[dict[str, float]]]] = {}
     for v, m in runs:
         if v in searchers:
             pairs = [_quotes(searchers[v], q, hits.get((v, m, q.id), [])) for q in qs]

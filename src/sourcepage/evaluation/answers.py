@@ -7,7 +7,7 @@ key fact** when one quote holds at least ``KEY_FACT_SHARE`` of the content words
 of one excerpt that has at least ``MIN_EXCERPT_WORDS`` of them. The quotes are made as
 ``sourcepage search`` makes them (``support.answer.extract_answer`` on the cleaned form of
 the first three pages of the sparse ranking), and an ``answer`` decision whose quotes
-state no fact of the asked kind becomes ``review`` (``support.decide.require_fact``).
+state no fact of the asked kind becomes ``review`` (``support.decide.gate``, as in search).
 
 Reported: how many held-out ``answer`` decisions the quote rule turned into ``review``,
 and the share of the remaining ``answer`` decisions (answerable questions with excerpts)
@@ -25,7 +25,7 @@ from sourcepage.records import Decision, Hit, Question, parse_page_id
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import content_terms, stem_terms
 from sourcepage.support.answer import extract_answer
-from sourcepage.support.decide import require_fact
+from sourcepage.support.decide import gate
 from sourcepage.support.features import term_weights
 
 #: share of an excerpt's content words one quote must hold
@@ -57,14 +57,11 @@ def quote_answers(searcher: Searcher, q: Question, hits: Sequence[Hit], decision
         results.append({"page": h.page_id, "doc_id": doc_id, "page_number": n, "chunk_id": h.chunk_id})
     terms = sorted(content_terms(q.question))
     df, n_chunks = searcher.term_df()
+    weights = term_weights(terms, df, n_chunks)
     ans = extract_answer(
-        q.question,
-        results,
-        decision,
-        term_weights(terms, df, n_chunks),
-        texts=searcher.store.raw_pages([r["page"] for r in results]),
+        q.question, results, decision, weights, texts=searcher.store.raw_pages([r["page"] for r in results])
     )
-    final = require_fact(Decision(decision, ()), ans).decision
+    final = gate(q.question, ans, Decision(decision, ()), weights)[1].decision
     texts = [x["text"] for x in ans["quotes"]]
     return {
         "decision": final,

@@ -8,23 +8,22 @@ is ``refuse``; for ``review`` the quotes are a draft for the reviewer.
 What is quoted: the page's quotable units (``text.sentences.quotable``: body sentences,
 list items and introduced lists in their cleaned form — never contents lines, headings,
 captions or questions), whatever text version was searched. Which: the question says what
-kind of fact it asks for (``asked_facts``: a frequency for "how often", a duration for
-"how long", a number for "how many", a list for "what are the steps", a condition for
-"when must", a person for "who may"); a unit *answers* when it carries a fact of that kind
-(``carries``) and is about the question — the idf-weighted share of the question's content
-words (stemmed) it holds, plus half the share its heading adds, is at least
-``MIN_RELEVANCE``. A question of no recognised kind is answered by a unit whose relevance is
-at least ``STATEMENT_RELEVANCE``. The answers are quoted, best first; without one the most relevant
-units are quoted as a draft and ``fact_found`` is false, which turns an ``answer`` decision
-into ``review`` (``support.decide.require_fact``). No model: a quote must be verifiable on
-the cited page.
+kind of fact it asks for (``support.facts.asked_facts``: a frequency for "how often", a
+duration for "how long", a number for "how many", a list for "what are the steps", a
+condition for "when must", a person for "who may" …); a unit *answers* when it states a
+fact of that kind (``support.facts.states``) and is about the question — the idf-weighted
+share of the question's content words (stemmed) it holds, plus half the share its heading
+adds, is at least ``MIN_RELEVANCE``. A question of no recognised kind is answered by a
+unit whose relevance is at least ``STATEMENT_RELEVANCE``. The answers are quoted, best
+first; without one the most relevant units are quoted as a draft and ``fact_found`` is
+false, which turns an ``answer`` decision into ``review`` (``support.decide.gate``). No
+model: a quote must be verifiable on the cited page.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -32,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from sourcepage.retrieval.tokenize import content_terms, stem_terms
+from sourcepage.support.facts import asked_facts, states
 from sourcepage.text.sentences import Quotable, quotable, split_sentences
 
-__all__ = ["ASKED", "asked_facts", "carries", "extract_answer", "log_answer", "split_sentences"]
+__all__ = ["extract_answer", "log_answer", "split_sentences"]
 
 LOG_NAME = "answers.jsonl"
 #: size above which the answer log is moved to ``answers.jsonl.1`` before the next line
@@ -44,113 +44,6 @@ _log_lock = threading.Lock()
 MIN_RELEVANCE = 0.25
 #: the relevance a unit needs to answer a question whose kind of fact is not recognised
 STATEMENT_RELEVANCE = 0.4
-
-_NUMWORD = (
-    r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
-    r"forty|fifty|sixty|hundred|thousand|half|once|twice)"
-)
-_UNIT = (
-    r"(?:%|percent|feet|foot|ft|inch(?:es)?|in\.|meters?|metres?|cm|mm|pounds?|lbs?|kg|ppm|degrees?|"
-    r"°|db|dba|volts?|v|amps?|psi|mph|seconds?|minutes?|hours?|days?|weeks?|months?|years?)"
-)
-_PERIOD = r"(?:year|month|week|day|shift|hour|minute|time|use|entry|job|task)s?"
-
-#: kind of fact → (how the question asks for it, how a sentence states it, what to call it)
-ASKED: dict[str, tuple[re.Pattern[str], re.Pattern[str], str]] = {
-    "frequency": (
-        re.compile(
-            r"\bhow (?:often|frequently|regularly)\b|\bhow many times\b|\bat what (?:interval|frequency)"
-        ),
-        re.compile(
-            rf"\b(?:annual(?:ly)?|yearly|daily|weekly|monthly|quarterly|hourly|"
-            rf"(?:once|twice|\d+ times) (?:a|an|per|each|every) {_PERIOD}|every (?:\w+ )?{_PERIOD}|"
-            rf"each {_PERIOD}|per {_PERIOD}|at least (?:once|twice|annually|every)|"
-            rf"(?:before|after|at the (?:start|beginning|end) of) (?:each|every) \w+)\b",
-            re.IGNORECASE,
-        ),
-        "how often",
-    ),
-    "duration": (
-        re.compile(
-            r"\bhow long\b|\bhow much time\b|\bfor how many (?:seconds|minutes|hours|days|weeks|months|years)"
-        ),
-        re.compile(
-            rf"\b(?:\d+(?:\.\d+)?|{_NUMWORD})[\s-]+(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)\b|"
-            r"\b(?:until|throughout|for the duration|as long as|no longer than|not exceed)\b",
-            re.IGNORECASE,
-        ),
-        "how long",
-    ),
-    "number": (
-        re.compile(
-            r"\bhow (?:many|much|far|high|deep|wide|heavy|close|large|big|low|loud)\b|"
-            r"\bwhat (?:percent|percentage|concentration|level|distance|height|depth|temperature|weight)\b|"
-            r"\b(?:minimum|maximum)\b"
-        ),
-        re.compile(
-            rf"\b\d+(?:[.,/]\d+)?\s*{_UNIT}(?!\w)|\b{_NUMWORD}\s+{_UNIT}\b|"
-            rf"\b(?:at least|no (?:more|less) than|more than|less than|up to|minimum of|maximum of)\s+"
-            rf"(?:\d|{_NUMWORD})",
-            re.IGNORECASE,
-        ),
-        "the number",
-    ),
-    "actor": (
-        re.compile(
-            r"^\s*who\b|\bwho (?:may|must|can|should|is|are|has|will|does)\b|\bwhich (?:person|employee)"
-        ),
-        re.compile(
-            r"\b(?:employers?|employees?|workers?|persons?|supervisors?|attendants?|entrants?|inspectors?|"
-            r"authorized|qualified|competent|managers?|operators?|contractors?|team|individuals?|"
-            r"rescuers?|he or she|only the)\b",
-            re.IGNORECASE,
-        ),
-        "who",
-    ),
-    "list": (
-        re.compile(
-            r"\bwhat (?:are|were) the (?:steps|elements|parts|types|kinds|components|requirements|duties|"
-            r"responsibilities|hazards|causes|signs|methods|controls|criteria)\b|\b(?:which|what) "
-            r"(?:kinds|types|sorts|parts|steps|items|information|properties|elements|components|jobs|"
-            r"hazards|methods|measures|duties|controls)\b|\bsteps\b|\blist\b|\binclude\b"
-        ),
-        # a sentence that enumerates: three separators, or "including A, B" / "the following …"
-        re.compile(
-            r"(?:[^,;]+[,;]){3,}|:\s*[•■▪●]|\b(?:includes?|including|such as)\b[^.]*,|\bthe following\b",
-            re.IGNORECASE,
-        ),
-        "the list",
-    ),
-    "condition": (
-        re.compile(
-            r"\bwhen (?:must|do|does|is|are|should|can|may|am|will|would)\b|\bunder what (?:conditions|"
-            r"circumstances)\b|\bin what (?:cases|situations)\b|\b(?:is|are) (?:it|they|we|a|an|the)\b.*"
-            r"\b(?:required|necessary|acceptable|allowed|permitted|enough|exempt)\b|"
-            r"\bdo (?:i|we|they|you) (?:have|need) to\b|\b(?:count|qualify) as\b|\bobliged\b"
-        ),
-        re.compile(
-            r"\b(?:if|when|whenever|unless|only|where|provided|except|before|after|until|in lieu)\b",
-            re.IGNORECASE,
-        ),
-        "the condition",
-    ),
-}
-
-
-def asked_facts(question: str) -> list[str]:
-    """The kinds of fact ``question`` asks for (keys of ``ASKED``), in the order the
-    question asks them; empty when it asks for none that is recognised."""
-    q = question.lower()
-    found = [(m.start(), kind) for kind, (ask, _, _) in ASKED.items() if (m := ask.search(q))]
-    return [kind for _, kind in sorted(found)]
-
-
-def carries(text: str, kind: str, unit: str = "sentence") -> bool:
-    """True when ``text`` states a fact of ``kind`` (a frequency, a duration, ...); a list
-    is stated by a quoted list or list item (``unit``, see ``Quotable.kind``) too."""
-    if kind == "list" and unit in ("list", "item"):
-        return True
-    return ASKED[kind][1].search(text) is not None
 
 
 def _stems(text: str) -> set[str]:
@@ -177,8 +70,9 @@ def extract_answer(
     "fact_found", "quotes": [{"text", "page", "chunk_id", "citation", "score", "answers",
     "layout_risk"}], "text"}``.
     """
-    kinds = asked_facts(question)
-    asked = ", ".join(ASKED[k][2] for k in kinds) or "a statement"
+    facts = asked_facts(question)
+    kinds = [a.kind for a in facts]
+    asked = ", ".join(a.describe() for a in facts) or "a statement"
     if decision == "refuse":
         return {
             "status": "none",
@@ -214,7 +108,7 @@ def extract_answer(
             if rel <= 0:
                 continue
             if kinds:
-                fact = rel >= MIN_RELEVANCE and any(carries(u.text, k, u.kind) for k in kinds)
+                fact = rel >= MIN_RELEVANCE and any(states(u.text, k, u.kind) for k in kinds)
             else:
                 fact = rel >= STATEMENT_RELEVANCE
             cands.append((fact and not risk, fact, rel, order, j, u, r, risk))

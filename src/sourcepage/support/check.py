@@ -3,12 +3,12 @@
 An extractive answer quotes sentences; this module says, for a reviewer and for the
 decision, whether those sentences actually answer the question:
 
-- **asked value**: a question that asks for a value — a duration ("how long", "within how
-  many minutes"), a frequency ("how often"), a length, a money amount, a percentage, a
-  concentration, a colour, or any number ("how many", "what is the maximum …") — is only
-  answered when a quoted sentence states a value of that kind (a number with a matching
-  unit, a frequency word such as "annually", a colour word). A topical quote without
-  the value does not support an answer, however close its wording.
+- **asked fact**: a question that asks for a kind of fact (``support.facts``: a value —
+  a duration, a frequency, a length, an amount of money, any number … — a person, a list,
+  a condition) is only answered when a quote about the question states a fact of that
+  kind (the answer's ``fact_found``) and, for a value, a quote states a value of that kind
+  (a number with a matching unit, a frequency word such as "annually", a colour word). A
+  topical quote without the fact does not support an answer, however close its wording.
 - **question parts**: the question is cut into parts at commas, semicolons, colons and
   "and"/"or" between clauses; a part is covered when most of its content words
   (idf-weighted, stemmed) appear in the quotes.
@@ -21,140 +21,16 @@ Rules only, no model: a reviewer can verify every verdict by reading the quotes.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-from sourcepage.records import Decision
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
+from sourcepage.support.facts import asked_value, numbers, states
 
 _WORDS = TokenizerConfig(stopwords=True)
 _STEMMED = TokenizerConfig(stopwords=True, stem=True)
 #: share of a part's idf-weighted content words the quotes must hold for it to count as covered
 PART_COVERAGE = 0.5
-
-_NUMBER_WORDS = (
-    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
-    "forty|fifty|sixty|hundred|thousand|half|once|twice"
-)
-_NUM = rf"(?:\d+(?:[.,/]\d+)*|\b(?:{_NUMBER_WORDS})\b)"
-_UNITS: dict[str, str] = {
-    "duration": r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|shifts?)\b",
-    "length": r"(?:mm|cm|m|km|millimet(?:er|re)s?|centimet(?:er|re)s?|met(?:er|re)s?|inch(?:es)?|in\.|"
-    r"feet|foot|ft|\"|'|yards?)(?![a-z])",
-    "money": r"(?:dollars?|pounds?|euros?|penalty units)\b",
-    "percentage": r"(?:%|per ?cent\b)",
-    "concentration": r"(?:ppm|ppb|mg/m3|mg/m³|%|per ?cent\b|parts per million)",
-    "speed": r"(?:km/h|kph|mph|m/s|metres per second|miles per hour)",
-    "force": r"(?:n|kn|newtons?|kg|kilograms?|lbs?|pounds?)\b",
-    "temperature": r"(?:°\s?[cf]|degrees?)\b",
-    "resistance": r"(?:m?Ω|ohms?|megohms?|mΩ)",
-    "mass": r"(?:kg|kilograms?|lbs?|pounds?|tonnes?|tons?)\b",
-}
-_FREQUENCY = re.compile(
-    r"\b(?:daily|weekly|fortnightly|monthly|quarterly|annual(?:ly)?|yearly|hourly|every\b|each (?:shift|day|"
-    r"week|month|year|use|time|working day)|before (?:each|every) (?:use|shift)|once|twice|"
-    r"times (?:a|per|each)|per (?:day|week|month|year|shift)|at least (?:once|annually|yearly))",
-    re.IGNORECASE,
-)
-_COLOURS = re.compile(
-    r"\b(?:red|yellow|blue|green|orange|white|black|grey|gray|purple|brown|pink|amber|colou?r-coded)\b",
-    re.IGNORECASE,
-)
-#: numbers that name a document, a section or a year rather than state a value
-_REFERENCE = re.compile(
-    r"\b\d+\.\d{2,}(?:\([0-9a-z]+\))*|\b\d+\s+CFR\b|\b(?:part|subpart|section|clause|regulation|"
-    r"schedule|appendix|s\.|§)\s*\d+[\w.()/-]*|\b(?:OSHA|ISO|IEC|EN|AS/NZS|AS|BS|ANSI|NFPA|NIOSH)\s*\d+[\w.-]*|"
-    r"\b(?:19|20)\d\d\b",
-    re.IGNORECASE,
-)
-
-#: (pattern on the question, kind of value asked); the first match decides
-_ASKS: tuple[tuple[str, str], ...] = (
-    (r"\bwhat colou?rs?\b|\bwhich colou?rs?\b", "colour"),
-    (r"\bhow (?:often|frequently)\b|\bat what intervals?\b|\bhow many times\b", "frequency"),
-    (r"\b(?:in|of) (?:ppm|parts per million)\b|\bppm\b|\bconcentration\b", "concentration"),
-    (r"\bin (?:km/h|kph|mph)\b|\bwind speed\b|\bwhat speed\b", "speed"),
-    (r"\bnewtons?\b|\bwhat (?:push|pull) force\b", "force"),
-    (r"\bmegohms?\b|\bohms?\b|\binsulation resistance\b", "resistance"),
-    (r"\bwhat (?:air )?temperature\b|\bdegrees\b", "temperature"),
-    (r"\b(?:in|what) per ?cent\b|\bwhat percentage\b|\bhow many per ?cent\b", "percentage"),
-    (r"\b(?:penalty|fine|dollars?|how much money)\b", "money"),
-    (r"\bratio\b", "number"),
-    (
-        r"\bhow long\b|\bhow (?:soon|quickly)\b|\b(?:within|after|for) how many "
-        r"(?:seconds|minutes|hours|days|weeks|months|years)\b|\bhow many (?:seconds|minutes|hours|days|"
-        r"weeks|months|years)\b",
-        "duration",
-    ),
-    (
-        r"\bhow (?:high|far|close|thick|wide|deep|tall|low)\b|\b(?:minimum|maximum)(?: allowed| permitted)? "
-        r"(?:\w+ )?(?:height|width|distance|gap|clearance|depth|thickness|length)\b|"
-        r"\bhow much (?:thicker|higher|wider)\b",
-        "length",
-    ),
-    (
-        r"\bhow (?:many|much|heavy)\b|\bwhat (?:is the )?(?:(?:minimum|maximum|recommended) )?(?:\w+ )?"
-        r"(?:ratio|score|number|weight|age|level|limit|load|headcount|rating|value)\b|"
-        r"\b(?:above|below|at) what\b",
-        "number",
-    ),
-)
-
-
-@dataclass(frozen=True)
-class AskedValue:
-    """The kind of value a question asks for and the words that ask it."""
-
-    kind: str
-    phrase: str
-
-    def describe(self) -> str:
-        return {
-            "number": "a number",
-            "duration": "a duration (a number of minutes, hours, days, months or years)",
-            "frequency": "a frequency (how often)",
-            "length": "a distance or size (a number with a length unit)",
-            "money": "an amount of money",
-            "percentage": "a percentage",
-            "concentration": "a concentration (ppm, %, mg/m³)",
-            "speed": "a speed",
-            "force": "a force or weight",
-            "temperature": "a temperature",
-            "resistance": "a resistance value",
-            "colour": "a colour",
-        }[self.kind]
-
-
-def asked_value(question: str) -> AskedValue | None:
-    """The value the question asks for, or None when it asks for none (see the module
-    docstring). "what is the maximum penalty" asks for money, "how often" a frequency."""
-    for pattern, kind in _ASKS:
-        m = re.search(pattern, question, re.IGNORECASE)
-        if m:
-            return AskedValue(kind, m.group(0).strip())
-    return None
-
-
-def _numbers(text: str) -> list[re.Match[str]]:
-    masked = _REFERENCE.sub(lambda m: " " * len(m.group(0)), text)  # "29 CFR 1910.147" is no value
-    return list(re.finditer(_NUM, masked, re.IGNORECASE))
-
-
-def states_value(kind: str, text: str) -> bool:
-    """Whether ``text`` states a value of ``kind``: a number followed (within a few
-    characters) by a unit of that kind, a frequency word, a colour word, or any number."""
-    if kind == "colour":
-        return bool(_COLOURS.search(text))
-    if kind == "frequency":
-        return bool(_FREQUENCY.search(text))
-    nums = _numbers(text)
-    if kind == "number":
-        return bool(nums)
-    if kind == "money" and re.search(r"[$£€]\s?\d", text):
-        return True
-    unit = re.compile(r"\s?(?:-\s?)?" + _UNITS[kind], re.IGNORECASE)
-    return any(unit.match(text, m.end()) for m in nums)
 
 
 def weighted_terms(text: str, weights: Mapping[str, float] | None) -> dict[str, float]:
@@ -198,16 +74,19 @@ def question_parts(question: str) -> list[str]:
 
 
 def check_answer(
-    question: str, quotes: Sequence[str], weights: Mapping[str, float] | None = None
+    question: str, answer: Mapping[str, Any], weights: Mapping[str, float] | None = None
 ) -> dict[str, Any]:
-    """What the quoted sentences cover of the question.
+    """What the quotes of ``answer`` (``support.answer.extract_answer``'s dict) cover of
+    the question.
 
     Returns ``{"supported", "complete", "asked": {"kind", "phrase", "stated"} | None,
-    "parts": [{"text", "covered", "coverage", "missing"}], "summary"}``. ``supported``:
-    there are quotes, at least one part is covered and, when the question asks for a
-    value, a quote states one of that kind — the condition for an automatic answer.
-    ``complete``: supported and every part covered (parts are cut by rule, so an
-    uncovered part is a pointer for the reviewer, not a verdict)."""
+    "parts": [{"text", "covered", "coverage", "missing"}], "summary"}``. ``supported``: a
+    quote about the question states the kind of fact it asks for (``fact_found``) and,
+    when it asks for a value, the quotes state one of that kind (``asked``) — the
+    condition for an automatic answer (``support.decide.gate``). ``complete``: supported
+    and every part covered (parts are cut by rule, so an uncovered part is a pointer for
+    the reviewer, not a verdict)."""
+    quotes = [q["text"] for q in answer.get("quotes", [])]
     text = " ".join(quotes)
     parts = []
     for p in question_parts(question):
@@ -216,8 +95,9 @@ def check_answer(
             {"text": p, "covered": share >= PART_COVERAGE, "coverage": round(share, 3), "missing": missing}
         )
     asked = asked_value(question)
-    stated = states_value(asked.kind, text) if asked else True
-    supported = bool(quotes) and stated
+    stated = states(text, asked.kind) if asked else True
+    found = bool(answer.get("fact_found"))
+    supported = bool(quotes) and stated and found
     covered = [p["text"] for p in parts if p["covered"]]
     uncovered = [p["text"] for p in parts if not p["covered"]]
     notes = []
@@ -227,6 +107,13 @@ def check_answer(
         notes.append(
             f"the question asks for {asked.describe()} (\u201c{asked.phrase}\u201d) and no quoted sentence "
             "states one"
+        )
+    elif quotes and not found:
+        what = answer.get("asked") or "a statement"
+        risk = any(q.get("layout_risk") for q in answer.get("quotes", []))
+        notes.append(
+            f"no quoted sentence about the question states what it asks for ({what})"
+            + ("; the page's columns may run together in its text" if risk else "")
         )
     summary = []
     if covered:
@@ -248,30 +135,7 @@ def check_answer(
 
 def point_covered(point: str, quotes: str, weights: Mapping[str, float] | None = None) -> bool:
     """Whether ``quotes`` cover one answer point: most of its content words (idf-weighted,
-    ``PART_COVERAGE``) and every number it states."""
+    ``PART_COVERAGE``) and every number it states (written in digits)."""
     share, _ = coverage(point, quotes, weights)
-    nums = {m.group(0).lower() for m in _numbers(point) if m.group(0)[0].isdigit()}
-    have = {m.group(0).lower() for m in _numbers(quotes)}
-    return share >= PART_COVERAGE and nums <= have
-
-
-def gate(
-    question: str,
-    answer: dict[str, Any],
-    decision: Decision,
-    weights: Mapping[str, float] | None = None,
-) -> tuple[dict[str, Any], Decision]:
-    """Check an extractive answer (``answer.extract_answer``'s dict; its ``check`` is set)
-    and keep an ``answer`` decision only when the quotes support it: when they do not —
-    above all when the question asks for a value no quote states — the decision becomes
-    ``review`` with the reason, and the quotes a draft for the reviewer."""
-    quotes = [q["text"] for q in answer.get("quotes", [])]
-    if decision.decision == "refuse":
-        return answer, decision
-    verdict = check_answer(question, quotes, weights)
-    answer = {**answer, "check": verdict}
-    if decision.decision != "answer" or verdict["supported"]:
-        return answer, decision
-    answer["status"] = "draft for review" if quotes else "none"
-    reason = f"The quoted sentences do not answer the question. {verdict['summary']}"
-    return answer, Decision("review", (reason, *decision.reasons))
+    nums = {n for n in numbers(point) if n[0].isdigit()}
+    return share >= PART_COVERAGE and nums <= set(numbers(quotes))

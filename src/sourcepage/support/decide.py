@@ -7,7 +7,8 @@ that development questions without an answer in the documents are not reached) a
 in between refer to a reviewer. Whatever the probability, cross-jurisdiction evidence
 (study §3.1) and a sparse/semantic conflict (each method's top page absent from the
 other's ranking) go to a reviewer rather than to an answer. Every verdict names the
-features that drove it (``drivers``), in words.
+features that drove it (``drivers``), in words. Last, ``gate`` keeps an ``answer`` only
+when the extractive answer's quotes state what the question asks for.
 
 Without any usable policy the decision is conservative: ``refuse`` when nothing was
 retrieved or no top passage shares a content word with the question, else ``review``.
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sourcepage.records import Decision, Document
+from sourcepage.support.check import check_answer
 from sourcepage.support.features import FEATURE_WORDS
 
 
@@ -186,18 +188,27 @@ def decide(
     )
 
 
-def require_fact(decision: Decision, answer: Mapping[str, Any]) -> Decision:
-    """An ``answer`` decision stands only when a quoted sentence states the kind of fact
-    the question asks for (``answer["fact_found"]``, support.answer); otherwise the
-    question goes to a reviewer, with the reason added."""
-    if decision.decision != "answer" or answer.get("fact_found"):
-        return decision
-    asked = answer.get("asked") or "the asked fact"
-    return Decision(
-        "review",
-        (
-            *decision.reasons,
-            f"No sentence of the top pages states what the question asks ({asked}): a reviewer "
-            "should confirm the answer before anyone relies on it.",
-        ),
+def gate(
+    question: str,
+    answer: Mapping[str, Any],
+    decision: Decision,
+    weights: Mapping[str, float] | None = None,
+) -> tuple[dict[str, Any], Decision]:
+    """The last step of a decision: check the extractive answer (``extract_answer``'s dict;
+    its ``check`` is set, ``support.check.check_answer``) and keep an ``answer`` decision
+    only when its quotes support it — a quote about the question states the kind of fact
+    it asks for (a value of the asked kind, a person, a list, a condition). Otherwise the
+    decision becomes ``review`` with that reason first, and the quotes a draft for the
+    reviewer. A refusal is returned as it is (it quotes nothing)."""
+    if decision.decision == "refuse":
+        return dict(answer), decision
+    verdict = check_answer(question, answer, weights)
+    checked = {**answer, "check": verdict}
+    if decision.decision != "answer" or verdict["supported"]:
+        return checked, decision
+    checked["status"] = "draft for review" if checked.get("quotes") else "none"
+    reason = (
+        f"The quoted sentences do not answer the question; a reviewer should confirm the answer "
+        f"before anyone relies on it. {verdict['summary']}"
     )
+    return checked, Decision("review", (reason, *decision.reasons))

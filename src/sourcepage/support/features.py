@@ -20,7 +20,8 @@ import numpy as np
 
 from sourcepage.records import Hit
 from sourcepage.retrieval.tokenize import tokenize
-from sourcepage.support.check import asked_value, coverage, states_value, weighted_terms
+from sourcepage.support.check import coverage, weighted_terms
+from sourcepage.support.facts import asked_value, states
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.search import Searcher
@@ -136,7 +137,7 @@ def features(
         "sent_max": sims[0] if sims else 0.0,
         "sent_top3": float(np.mean(sims[:3])) if sims else 0.0,
         "sent_coverage": sent_cov if best else 0.0,
-        "value_missing": float(asked is not None and not states_value(asked.kind, " ".join(best))),
+        "value_missing": float(asked is not None and not states(" ".join(best), asked.kind)),
     }
 
 
