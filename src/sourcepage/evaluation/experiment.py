@@ -339,7 +339,7 @@ class QuestionsBenchmark(Benchmark):
 
     def extra_outputs(self, ctx: Context) -> None:
         """answerability.json (held-out support decision) and the figures."""
-        from sourcepage.evaluation.report import figures
+        from sourcepage.evaluation.figures import figures
 
         t0 = time.perf_counter()
         support = evaluate_support(
