@@ -19,15 +19,24 @@ def index(
     method: Annotated[
         str, typer.Option(help=f"Comma-separated methods ({METHOD_GRAMMAR}); their base indexes are built.")
     ] = "bm25,lsa",
+    dense_search: Annotated[
+        str,
+        typer.Option(
+            help="Dense indexes: auto (an approximate nearest-neighbour index from 50 000 chunks up), "
+            "exact (none) or ann (always)."
+        ),
+    ] = "auto",
 ) -> None:
     """Build (atomically) the indexes of the given methods and text versions."""
     import time
 
     from sourcepage.retrieval.index import build_index, index_params, index_size_bytes
     from sourcepage.retrieval.methods import parse_methods
+    from sourcepage.retrieval.settings import IndexSettings
     from sourcepage.store.db import Store, StoreError
 
     try:
+        settings = IndexSettings(dense_search=dense_search)
         st = Store(store)
         methods = [b for m in parse_methods(method) for b in m.bases()]
     except (StoreError, ValueError) as e:
@@ -43,7 +52,11 @@ def index(
                 t0 = time.perf_counter()
                 try:
                     path = build_index(
-                        st, v, m, progress=lambda d, n, task=task: prog.update(task, completed=d, total=n)
+                        st,
+                        v,
+                        m,
+                        settings,
+                        progress=lambda d, n, task=task: prog.update(task, completed=d, total=n),
                     )
                 except ValueError as e:
                     fail(str(e))

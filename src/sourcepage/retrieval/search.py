@@ -18,7 +18,7 @@ from sourcepage.retrieval.filters import Filters, check_filters, matches
 from sourcepage.retrieval.fusion import RRF_K
 from sourcepage.retrieval.index import IndexMissing, LoadedIndex, build_index, load_index
 from sourcepage.retrieval.methods import Method, parse_method
-from sourcepage.retrieval.pages import collapse
+from sourcepage.retrieval.pages import collapse, collapse_top
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import Store
 
@@ -93,12 +93,18 @@ class Searcher:
         if not method.is_base:
             return method.spec.rank(self, method, query, depth, filters)  # type: ignore[union-attr]
         idx = self.index(method)
+        mask = self._mask(idx, filters)
+        fetch = idx.top_chunks(query) if depth is not None else None
+        if fetch is not None:  # an approximate index: its top chunks only
+            return collapse_top(
+                fetch, len(idx.chunk_ids), idx.chunk_pages, idx.page_ids, idx.chunk_ids, mask, depth
+            )
         return collapse(
             idx.score_parts(query),
             idx.chunk_pages,
             idx.page_ids,
             idx.chunk_ids,
-            self._mask(idx, filters),
+            mask,
             depth,
         )
 
