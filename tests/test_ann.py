@@ -14,7 +14,7 @@ from sourcepage.evaluation.dense_scale import TOP, clustered_vectors, exact_top
 from sourcepage.retrieval import ann, dense
 from sourcepage.retrieval.index import build_index, current_build, load_index
 from sourcepage.retrieval.methods import parse_method
-from sourcepage.retrieval.pages import collapse, collapse_top
+from sourcepage.retrieval.pages import TOP_PAGES, collapse, collapse_top
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import Store
@@ -84,13 +84,21 @@ def test_page_collapse_of_top_chunks(tmp_path: Path) -> None:
                 assert all(chunk_pages[chunk_ids.index(h.chunk_id)] % 10 == 0 for h in got)
             overlap.append(len({h.page_id for h in got} & {h.page_id for h in want}) / 10)
     assert np.mean(overlap) >= 0.95
+    every = collapse_top(
+        lambda k: index.search(queries[0], k), 3000, chunk_pages, page_ids, chunk_ids, None, None
+    )
+    assert len(every) == min(TOP_PAGES, len(page_ids))  # "every page" from top chunks: TOP_PAGES
 
 
 def _pages(s: Searcher, method: str, k: int | None, filters: dict[str, str] | None = None) -> list:
-    return [
-        [(h.page_id, h.chunk_id, round(h.score, 6)) for h in s.rank(q, method, k, filters).hits]
-        for q in QUESTIONS
-    ]
+    """(page, chunk) of each hit for each question: the scores are compared apart (a top
+    chunk's cosine is computed on its own row, which may differ from the full product in
+    the last float32 bit)."""
+    return [[(h.page_id, h.chunk_id) for h in s.rank(q, method, k, filters).hits] for q in QUESTIONS]
+
+
+def _scores(s: Searcher, method: str, k: int | None) -> np.ndarray:
+    return np.array([h.score for q in QUESTIONS for h in s.rank(q, method, k).hits])
 
 
 def test_below_threshold_exact_and_unchanged(safety_store: Path) -> None:
@@ -105,8 +113,9 @@ def test_below_threshold_exact_and_unchanged(safety_store: Path) -> None:
     finally:
         st.close()
     auto, exact = Searcher(safety_store, "raw"), Searcher(safety_store, "raw", EXACT)
-    for k in (3, None):
+    for k in (3, None):  # exact search: the same scores, bit for bit
         assert _pages(auto, "dense:e5-small", k) == _pages(exact, "dense:e5-small", k)
+        assert np.array_equal(_scores(auto, "dense:e5-small", k), _scores(exact, "dense:e5-small", k))
 
 
 def test_forced_ann_ranks_through_top_chunks(fresh_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -138,6 +147,9 @@ def test_forced_ann_ranks_through_top_chunks(fresh_store: Path, monkeypatch: pyt
     assert _pages(approx, "dense:e5-small", 2, f) == _pages(exact, "dense:e5-small", 2, f)
     assert _pages(approx, "rrf:bm25+dense:e5-small", 5) == _pages(exact, "rrf:bm25+dense:e5-small", 5)
     assert _pages(approx, "dense:e5-small", None) == _pages(exact, "dense:e5-small", None)
+    assert np.allclose(
+        _scores(approx, "dense:e5-small", None), _scores(exact, "dense:e5-small", None), atol=1e-6
+    )
 
 
 def test_auto_uses_ann_from_the_threshold(fresh_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:

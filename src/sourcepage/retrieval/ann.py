@@ -114,6 +114,11 @@ class AnnIndex:
             s = self.vectors @ q
             ids = np.argpartition(-s, m - 1)[:m] if m < n else np.arange(n)
             return ids.astype(np.int64), s[ids].astype(np.float64)
-        _, labels = self.index.search(q.reshape(1, -1), max(m, 1), params=self.params)
+        return self.nearest(q, m)
+
+    def nearest(self, query: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """As ``search``, always from the graph (no exact fallback; the benchmark's path)."""
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        _, labels = self.index.search(q.reshape(1, -1), max(1, min(m, len(self.vectors))), params=self.params)
         ids = labels[0][labels[0] >= 0].astype(np.int64)
         return ids, (self.vectors[ids] @ q).astype(np.float64)

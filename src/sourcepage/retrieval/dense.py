@@ -15,7 +15,8 @@ downloaded: HF_HUB_OFFLINE is set before sentence-transformers is imported.
 Search is exact (the float32 matrix-vector product) below ``ann.ANN_MIN_CHUNKS`` chunks;
 from there on (or with ``IndexSettings.dense_search="ann"``) the build also writes an
 approximate nearest-neighbour index beside ``embeddings.npy`` (``retrieval.ann``) and a
-ranking with a depth reads only its top chunks, scored exactly (``top_chunks``).
+ranking reads only its top chunks, scored exactly (``top_chunks``; a ranking of "every page",
+as RRF asks for, holds the first ``pages.TOP_PAGES``).
 """
 
 from __future__ import annotations

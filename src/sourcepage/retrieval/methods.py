@@ -110,8 +110,8 @@ class BaseMethod(Protocol):
     # collapse then selects its candidates part by part (retrieval.pages)
     # optional: ``top_chunks(method, model, query, settings)`` -> ``fetch`` or None: with an
     # approximate index, ``fetch(m)`` gives the (chunk indices, scores) of the m best chunks
-    # and a ranking with a depth collapses those only (``pages.collapse_top``); None, or a
-    # ranking of every page, scores every chunk
+    # and a ranking collapses those only (``pages.collapse_top``; "every page" means the
+    # first ``pages.TOP_PAGES``); None scores every chunk
 
 
 class StageMethod(Protocol):

@@ -26,6 +26,9 @@ from sourcepage.records import Hit
 
 #: candidate chunks per requested page in the first selection round (pages have several chunks)
 CANDIDATES_PER_PAGE = 4
+#: the pages a ranking of "every page" holds when it comes from top chunks only: RRF's inputs
+#: (a page at rank 1000 adds at most 1/1060 to a fused score, the first page 1/61)
+TOP_PAGES = 1000
 
 
 def collapse(
@@ -68,13 +71,14 @@ def collapse_top(
     page_ids: list[str],
     chunk_ids: Sequence[str],
     mask: np.ndarray | None,
-    depth: int,
+    depth: int | None,
 ) -> list[Hit]:
-    """Rank the first ``depth`` pages from a method's top chunks only (an approximate
-    nearest-neighbour index): ``fetch(m)`` gives the (chunk indices, scores) of the
-    method's best m chunks; chunks it does not return are not retrieved. Pages collapse as
-    in :func:`collapse`; m grows (×4) until the chunks allowed by ``mask`` hold ``depth``
-    pages or m reaches every chunk."""
+    """Rank the first ``depth`` pages (None: ``TOP_PAGES``) from a method's top chunks only
+    (an approximate nearest-neighbour index): ``fetch(m)`` gives the (chunk indices,
+    scores) of the method's best m chunks; chunks it does not return are not retrieved.
+    Pages collapse as in :func:`collapse`; m grows (×4) until the chunks allowed by ``mask``
+    hold ``depth`` pages or m reaches every chunk."""
+    depth = TOP_PAGES if depth is None else depth
     if depth <= 0:
         return []
     m = CANDIDATES_PER_PAGE * depth + 16

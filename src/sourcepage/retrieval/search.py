@@ -94,8 +94,8 @@ class Searcher:
             return method.spec.rank(self, method, query, depth, filters)  # type: ignore[union-attr]
         idx = self.index(method)
         mask = self._mask(idx, filters)
-        fetch = idx.top_chunks(query) if depth is not None else None
-        if fetch is not None:  # an approximate index: its top chunks only
+        fetch = idx.top_chunks(query)
+        if fetch is not None:  # an approximate index: its top chunks only (depth None: TOP_PAGES)
             return collapse_top(
                 fetch, len(idx.chunk_ids), idx.chunk_pages, idx.page_ids, idx.chunk_ids, mask, depth
             )
