@@ -202,3 +202,21 @@ def test_embedding_resumes_after_an_interrupted_build(fresh_store: Path) -> None
         assert current_build(st, "raw", E5) == path
     finally:
         st.close()
+
+
+def test_bench_dense_and_index_knob_cli(tmp_path: Path, safety_store: Path) -> None:
+    from typer.testing import CliRunner
+
+    from sourcepage.cli import app
+
+    out = tmp_path / "dense.json"
+    args = ["bench", "--scale", "500", "--dense", "--queries", "5", "--work", str(tmp_path / "w")]
+    r = CliRunner().invoke(app, [*args, "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(out.read_text())["rows"]
+    assert rows["exact"]["recall_at_100"] == 1.0 and rows["sourcepage"]["recall_at_100"] >= 0.95
+    assert rows["sourcepage"]["build_seconds"] > 0 and rows["sourcepage"]["p50"] > 0
+    r = CliRunner().invoke(
+        app, ["index", "--store", str(safety_store), "--method", "dense", "--dense-search", "no"]
+    )
+    assert r.exit_code != 0 and "dense search 'no': use one of auto, exact, ann" in r.output
