@@ -38,7 +38,7 @@ def test_recall_at_100_on_clustered_vectors(tmp_path: Path) -> None:
     assert TOP * ann.EXACT_FRACTION < len(vectors)  # the graph answers, not the exact fallback
     assert _recall(index, vectors, queries) >= 0.95
     ids, scores = index.search(queries[0], 10)
-    assert np.allclose(scores, vectors[ids] @ queries[0], atol=1e-6)  # exact cosines of the found
+    assert np.allclose(scores, vectors[ids] @ queries[0], atol=1e-6)  # their cosines, to float32 precision
 
 
 def test_same_vectors_same_index_and_results(tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ def test_index_of_other_vectors_is_refused(tmp_path: Path) -> None:
 
 def test_page_collapse_of_top_chunks(tmp_path: Path) -> None:
     """``collapse_top`` over the graph's top chunks gives (nearly) the pages of the full
-    collapse, scored exactly; with a filter it asks for more chunks until depth pages pass."""
+    collapse, with their cosines; with a filter it asks for more chunks until depth pages pass."""
     vectors, queries = clustered_vectors(3000, 20)
     ann.build(vectors, tmp_path / ann.ANN_FILE)
     index = ann.AnnIndex.load(tmp_path / ann.ANN_FILE, vectors)
@@ -92,7 +92,7 @@ def test_page_collapse_of_top_chunks(tmp_path: Path) -> None:
 
 def _pages(s: Searcher, method: str, k: int | None, filters: dict[str, str] | None = None) -> list:
     """(page, chunk) of each hit for each question: the scores are compared apart (a top
-    chunk's cosine is computed on its own row, which may differ from the full product in
+    chunk's cosine comes from faiss, which may differ from numpy's product in
     the last float32 bit)."""
     return [[(h.page_id, h.chunk_id) for h in s.rank(q, method, k, filters).hits] for q in QUESTIONS]
 

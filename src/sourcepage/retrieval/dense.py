@@ -15,7 +15,7 @@ downloaded: HF_HUB_OFFLINE is set before sentence-transformers is imported.
 Search is exact (the float32 matrix-vector product) below ``ann.ANN_MIN_CHUNKS`` chunks;
 from there on (or with ``IndexSettings.dense_search="ann"``) the build also writes an
 approximate nearest-neighbour index beside ``embeddings.npy`` (``retrieval.ann``) and a
-ranking reads only its top chunks, scored exactly (``top_chunks``; a ranking of "every page",
+ranking reads only its top chunks (``top_chunks``; a ranking of "every page",
 as RRF asks for, holds the first ``pages.TOP_PAGES``).
 """
 
@@ -303,7 +303,7 @@ class DenseMethod:
         self, method: Method, model: DenseIndex, query: str, settings: IndexSettings
     ) -> Callable[[int], tuple[np.ndarray, np.ndarray]] | None:
         """With an approximate index, ``fetch(m)``: the m nearest chunks it finds and their
-        exact cosines (float32, as ``scores``); None without one (every chunk is scored)."""
+        cosines (``ann.AnnIndex.search``); None without one (every chunk is scored)."""
         if model.ann_path is None:
             return None
         index = model.ann()
