@@ -10,9 +10,12 @@ below ``ANN_MIN_CHUNKS``; its top 100 per query are the truth.
 Each ANN library is an adapter here (``LIBRARIES``): the one sourcepage uses
 (``retrieval.ann``) and, when installed, the others it was chosen against (faiss-cpu,
 hnswlib, usearch), all as HNSW graphs with the same parameters (M, ef_construction,
-ef_search from ``retrieval.ann``), built and queried on one thread. Each library builds in a
-fresh process (its ``peak_mb`` is that process's ``ru_maxrss``, the vectors included) and
-is queried in another fresh process after loading its saved index (``query_peak_mb``).
+ef_search from ``retrieval.ann``), built and queried on one thread (BLAS and OpenMP
+limited to one). Each library builds in a fresh process (``peak_mb``: that process's peak
+resident memory, VmHWM, the vectors included) and is queried in another fresh process after
+loading its saved index (``query_added_mb``: the peak resident memory added by loading and
+querying, memory-mapped file pages included). ``sourcepage`` (the graph path of
+``ann.AnnIndex.nearest``) and ``faiss-cpu`` (plain faiss) are the same library.
 """
 
 from __future__ import annotations
