@@ -19,7 +19,7 @@ from sourcepage.retrieval import dense
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher
 
-HEAVY = ("sklearn", "torch", "pandas", "matplotlib", "numba", "scipy", "transformers")
+HEAVY = ("sklearn", "torch", "pandas", "matplotlib", "numba", "scipy", "transformers", "faiss")
 
 
 def test_bm25_search_imports_nothing_heavy(fresh_store: Path) -> None:
@@ -27,7 +27,8 @@ def test_bm25_search_imports_nothing_heavy(fresh_store: Path) -> None:
     interpreter) imports none of the heavy packages."""
     code = (
         "import sys; from typer.testing import CliRunner; from sourcepage.cli import app;"
-        f"r = CliRunner().invoke(app, ['search', 'group lockbox', '--store', {str(fresh_store)!r}]);"
+        "r = CliRunner().invoke(app, ['search', 'group lockbox', '--method', 'bm25',"
+        f" '--store', {str(fresh_store)!r}]);"
         "assert r.exit_code == 0, r.output;"
         f"print(','.join(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
     )
