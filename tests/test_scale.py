@@ -19,7 +19,7 @@ from sourcepage.retrieval import dense
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher
 
-HEAVY = ("sklearn", "torch", "pandas", "matplotlib", "numba", "scipy", "transformers")
+HEAVY = ("sklearn", "torch", "pandas", "matplotlib", "numba", "scipy", "transformers", "faiss")
 
 
 def test_bm25_search_imports_nothing_heavy(fresh_store: Path) -> None:
@@ -48,11 +48,11 @@ def test_searcher_reads_documents_on_demand(safety_store: Path) -> None:
 
 
 def test_dense_scores_float32_memory_mapped(safety_store: Path) -> None:
-    idx = Searcher(safety_store, "raw").index(parse_method("dense:e5-small"))
-    assert idx.model.dtype == np.float32 and isinstance(idx.model.base, np.memmap)
+    vectors = Searcher(safety_store, "raw").index(parse_method("dense:e5-small")).model.vectors
+    assert vectors.dtype == np.float32 and isinstance(vectors.base, np.memmap)
     q = dense.MODELS["e5-small"].query("oxygen level before entry")
-    got = dense.scores(idx.model, q)
-    want = np.asarray(idx.model, dtype=np.float64) @ q.astype(np.float64)
+    got = dense.scores(vectors, q)
+    want = np.asarray(vectors, dtype=np.float64) @ q.astype(np.float64)
     assert got.dtype == np.float64 and np.allclose(got, want, atol=1e-6)
     assert list(np.argsort(-got, kind="stable")[:5]) == list(np.argsort(-want, kind="stable")[:5])
 

@@ -187,6 +187,22 @@ def bench(
     requests: Annotated[int, typer.Option(help="With --load --questions: searches in total.")] = 2000,
     workers: Annotated[int, typer.Option(help="With --load: server worker processes.")] = 2,
     method: Annotated[str, typer.Option(help="With --load --questions: the method searched.")] = "bm25",
+    dense: Annotated[
+        bool,
+        typer.Option(
+            "--dense",
+            help="With --scale N: approximate vs exact dense search on N clustered 384-d vectors "
+            "(recall@100, build, memory, latency); with --store and --questions instead of --scale: "
+            "on the store's MiniLM embeddings and its questions.",
+        ),
+    ] = False,
+    ann_library: Annotated[
+        str,
+        typer.Option(
+            help="With --dense: sourcepage (the one used), all, or a comma list of "
+            "sourcepage, faiss-cpu, hnswlib, usearch (each if installed)."
+        ),
+    ] = "sourcepage",
 ) -> None:
     """Time extraction, BM25 index build and query latency here, next to the study's §3.8;
     with --scale N, build time, peak memory, disk and latency at N chunks beside bm25s; with
@@ -196,6 +212,11 @@ def bench(
             _bench_search_load(store, questions, method, workers, clients, requests, json_out)
         else:
             _bench_load(store, clients, seconds, workers, json_out)
+        return
+    if dense:
+        from sourcepage.cli.bench_dense import bench_dense
+
+        bench_dense(scale, store if questions else None, questions, work, queries, ann_library, json_out)
         return
     if scale is not None or beir is not None:
         _bench_scale(scale, beir, work, queries, min(repeats, 3), peer, json_out, ingest)

@@ -38,6 +38,13 @@ def index(
     ] = None,
     ray: RayOpt = False,
     ray_address: RayAddressOpt = None,
+    dense_search: Annotated[
+        str,
+        typer.Option(
+            help="Dense indexes: auto (an approximate nearest-neighbour index from 50 000 chunks up), "
+            "exact (none) or ann (always)."
+        ),
+    ] = "auto",
 ) -> None:
     """Build (atomically) the indexes of the given methods and text versions.
 
@@ -48,10 +55,12 @@ def index(
     from sourcepage import api
     from sourcepage.retrieval.index import build_index, build_indexes, index_params, index_size_bytes
     from sourcepage.retrieval.methods import parse_method, parse_methods
+    from sourcepage.retrieval.settings import IndexSettings
     from sourcepage.store.db import Store, StoreError
 
     versions = ["raw", "cleaned", "enriched"] if version == "all" else version.split(",")
     try:
+        settings = IndexSettings(dense_search=dense_search)
         st = Store(store)
         if method is None:
             plan = [(v, parse_method(m)) for v, m in api.index_plan(store, versions)]
@@ -71,7 +80,7 @@ def index(
             paths = [
                 path
                 for v in versions
-                for path in build_indexes(store, [v], [b for w, b in plan if w == v], executor=ex)
+                for path in build_indexes(store, [v], [b for w, b in plan if w == v], settings, executor=ex)
             ]
         except ValueError as e:
             fail(str(e))
@@ -96,7 +105,11 @@ def index(
             t0 = time.perf_counter()
             try:
                 path = build_index(
-                    st, v, m, progress=lambda d, n, task=task: prog.update(task, completed=d, total=n)
+                    st,
+                    v,
+                    m,
+                    settings,
+                    progress=lambda d, n, task=task: prog.update(task, completed=d, total=n),
                 )
             except ValueError as e:
                 fail(str(e))

@@ -11,6 +11,12 @@ Models (the method name ``dense:<model>``; ``dense`` is ``minilm``):
 
 Another packaged model plugs in by adding an ``Encoder`` to ``MODELS``. Nothing is
 downloaded: HF_HUB_OFFLINE is set before sentence-transformers is imported.
+
+Search is exact (the float32 matrix-vector product) below ``ann.ANN_MIN_CHUNKS`` chunks;
+from there on (or with ``IndexSettings.dense_search="ann"``) the build also writes an
+approximate nearest-neighbour index beside ``embeddings.npy`` (``retrieval.ann``) and a
+ranking reads only its top chunks (``top_chunks``; a ranking of "every page",
+as RRF asks for, holds the first ``pages.TOP_PAGES``).
 """
 
 from __future__ import annotations
@@ -19,12 +25,14 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from sourcepage.store.files import write_json
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
@@ -204,6 +212,34 @@ def scores(vectors: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
 DEFAULT_DENSE = "minilm"
 
 
+@dataclass
+class DenseIndex:
+    """A loaded dense index: the memory-mapped float32 embeddings and, when the build wrote
+    one, the path of its approximate nearest-neighbour index (opened on first use)."""
+
+    vectors: np.ndarray
+    ann_path: Path | None = None
+    _ann: Any = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def ann(self) -> Any:
+        """The ``ann.AnnIndex`` (memory-mapped, opened once)."""
+        with self._lock:
+            if self._ann is None and self.ann_path is not None:
+                from sourcepage.retrieval import ann
+
+                self._ann = ann.AnnIndex.load(self.ann_path, self.vectors)
+            return self._ann
+
+
+def uses_ann(n_chunks: int, settings: IndexSettings) -> bool:
+    """Whether a dense build of ``n_chunks`` chunks writes an approximate index."""
+    from sourcepage.retrieval.ann import ANN_MIN_CHUNKS
+
+    mode = settings.dense_search
+    return mode == "ann" or (mode == "auto" and n_chunks >= ANN_MIN_CHUNKS)
+
+
 class DenseMethod:
     """The registered method ``dense[:model]`` (``retrieval.methods``): normalised chunk
     embeddings of a packaged model, cosine; the default model's name stays ``dense``."""
@@ -232,6 +268,8 @@ class DenseMethod:
         return MODELS[method.model]
 
     def settings(self, method: Method, settings: IndexSettings) -> dict[str, Any]:
+        """The model (``dense_search`` is not among them: the approximate index is an
+        accelerator beside the same embeddings, see ``load``)."""
         enc = self.encoder(method)
         return {
             "model": enc.name,
@@ -245,13 +283,40 @@ class DenseMethod:
     ) -> None:
         vectors = embed_passages(self.encoder(method), texts, ctx.cache_get, ctx.cache_put, ctx.progress)
         np.save(folder / "embeddings.npy", vectors)
+        if len(vectors) and uses_ann(len(vectors), settings):
+            from sourcepage.retrieval import ann
 
-    def load(self, method: Method, folder: Path, settings: IndexSettings) -> np.ndarray:
-        """The float32 embeddings, memory-mapped (pages are read on use, shared by processes)."""
-        return np.load(folder / "embeddings.npy", mmap_mode="r").view(np.ndarray)
+            ann.build(vectors, folder / ann.ANN_FILE)
+            write_json(folder / "ann.json", ann.describe(len(vectors)))
 
-    def scores(self, method: Method, model: np.ndarray, query: str, settings: IndexSettings) -> np.ndarray:
-        return scores(model, self.encoder(method).query(query))
+    def load(self, method: Method, folder: Path, settings: IndexSettings) -> DenseIndex | None:
+        """The float32 embeddings, memory-mapped (pages are read on use, shared by processes),
+        and the approximate index's path if the build wrote one and search is not "exact".
+        None (rebuild) when ``dense_search`` is "ann" and the build wrote none; an "auto"
+        index without one (built exact, or before approximate indexes) searches exactly."""
+        from sourcepage.retrieval.ann import ANN_FILE
+
+        path = folder / ANN_FILE
+        if settings.dense_search == "ann" and not path.exists():
+            return None
+        vectors = np.load(folder / "embeddings.npy", mmap_mode="r").view(np.ndarray)
+        return DenseIndex(vectors, path if path.exists() and settings.dense_search != "exact" else None)
+
+    def scores(self, method: Method, model: DenseIndex, query: str, settings: IndexSettings) -> np.ndarray:
+        """Exact cosine of every chunk (also with an approximate index: a second stage such
+        as ``rerank-chunk`` reads the chunks of given pages)."""
+        return scores(model.vectors, self.encoder(method).query(query))
+
+    def top_chunks(
+        self, method: Method, model: DenseIndex, query: str, settings: IndexSettings
+    ) -> Callable[[int], tuple[np.ndarray, np.ndarray]] | None:
+        """With an approximate index, ``fetch(m)``: the m nearest chunks it finds and their
+        cosines (``ann.AnnIndex.search``); None without one (every chunk is scored)."""
+        if model.ann_path is None:
+            return None
+        index = model.ann()
+        q = np.asarray(self.encoder(method).query(query), dtype=np.float32).reshape(-1)
+        return lambda m: index.search(q, m)
 
     def warm(self, method: Method) -> None:
         """Load the query encoder (``Searcher.index`` calls it with the index)."""

@@ -80,6 +80,12 @@ class LoadedIndex:
             return [self.scores(query)]
         return parts(self.method, self.model, query, self.settings)
 
+    def top_chunks(self, query: str) -> Callable[[int], tuple[np.ndarray, np.ndarray]] | None:
+        """For a method with an approximate index: ``fetch(m)`` giving the (chunk indices,
+        scores) of its m best chunks for ``query``; None when it scores every chunk."""
+        top = getattr(self.method.spec, "top_chunks", None)
+        return None if top is None else top(self.method, self.model, query, self.settings)
+
     @cached_property
     def page_order(self) -> dict[str, int]:
         """page id → position in natural page order (the tie-break everywhere)."""
@@ -343,6 +349,8 @@ def load_index(
     chunk_ids = json.loads((path / "chunks.json").read_text())
     pages, cp, docs, cd = _load_chunk_table(path, chunk_ids)
     model = method.spec.load(method, path, settings)  # type: ignore[union-attr]
+    if model is None:  # the method's saved files do not serve these settings
+        return None
     return LoadedIndex(method, version, params, chunk_ids, pages, cp, cd, docs, model, settings)
 
 

@@ -100,7 +100,7 @@ class BaseMethod(Protocol):
         in bounded memory); indexing it reads them all into memory first."""
 
     def load(self, method: Method, folder: Path, settings: IndexSettings) -> Any:
-        """The saved index, ready to score."""
+        """The saved index, ready to score (None: it does not serve ``settings``; rebuild)."""
 
     def scores(self, method: Method, model: Any, query: str, settings: IndexSettings) -> np.ndarray:
         """One score per chunk; higher is better."""
@@ -108,6 +108,10 @@ class BaseMethod(Protocol):
     # optional: ``score_parts(method, model, query, settings) -> list[np.ndarray]``, the
     # scores in document-aligned parts (shards) whose concatenation is ``scores``; page
     # collapse then selects its candidates part by part (retrieval.pages)
+    # optional: ``top_chunks(method, model, query, settings)`` -> ``fetch`` or None: with an
+    # approximate index, ``fetch(m)`` gives the (chunk indices, scores) of the m best chunks
+    # and a ranking collapses those only (``pages.collapse_top``; "every page" means the
+    # first ``pages.TOP_PAGES``); None scores every chunk
 
 
 class StageMethod(Protocol):

@@ -19,7 +19,7 @@ eligible chunk is in. Tested against the full collapse.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from sourcepage.records import Hit
 
 #: candidate chunks per requested page in the first selection round (pages have several chunks)
 CANDIDATES_PER_PAGE = 4
+#: the pages a ranking of "every page" holds when it comes from top chunks only: RRF's inputs
+#: (a page at rank 1000 adds at most 1/1060 to a fused score, the first page 1/61)
+TOP_PAGES = 1000
 
 
 def collapse(
@@ -58,6 +61,38 @@ def collapse(
         idx, scores, complete = _candidates(parts, chunk_pages, len(page_ids), mask, min_score, m, depth)
         hits = _rank(idx, scores, chunk_pages, page_ids, chunk_ids, depth)
         if len(hits) >= depth or complete:
+            return hits
+        m *= 4
+
+
+def collapse_top(
+    fetch: Callable[[int], tuple[np.ndarray, np.ndarray]],
+    n_chunks: int,
+    chunk_pages: np.ndarray,
+    page_ids: list[str],
+    chunk_ids: Sequence[str],
+    mask: np.ndarray | None,
+    depth: int | None,
+) -> list[Hit]:
+    """Rank the first ``depth`` pages (None: ``TOP_PAGES``) from a method's top chunks only
+    (an approximate nearest-neighbour index): ``fetch(m)`` gives the (chunk indices,
+    scores) of the method's best m chunks; chunks it does not return are not retrieved.
+    Pages collapse as in :func:`collapse`; m grows (×4) until the chunks allowed by ``mask``
+    hold ``depth`` pages or m reaches every chunk."""
+    depth = TOP_PAGES if depth is None else depth
+    if depth <= 0:
+        return []
+    m = CANDIDATES_PER_PAGE * depth + 16
+    while True:
+        m = min(m, n_chunks)
+        idx, scores = fetch(m)
+        order = np.argsort(idx, kind="stable")
+        idx, scores = idx[order], np.asarray(scores, dtype=np.float64)[order]
+        if mask is not None:
+            keep = mask[idx]
+            idx, scores = idx[keep], scores[keep]
+        hits = _rank(idx, scores, chunk_pages, page_ids, chunk_ids, depth)
+        if len(hits) >= depth or m >= n_chunks:
             return hits
         m *= 4
 

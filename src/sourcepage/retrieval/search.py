@@ -19,7 +19,7 @@ from sourcepage.retrieval.filters import Filters, check_filters, matches
 from sourcepage.retrieval.fusion import RRF_K
 from sourcepage.retrieval.index import IndexMissing, LoadedIndex, build_index, load_index
 from sourcepage.retrieval.methods import Method, parse_method
-from sourcepage.retrieval.pages import collapse, contents_last, navigation_question
+from sourcepage.retrieval.pages import collapse, collapse_top, contents_last, navigation_question
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import Store
 
@@ -126,14 +126,21 @@ class Searcher:
             hits = method.spec.rank(self, method, query, depth, filters)  # type: ignore[union-attr]
         else:
             idx = self.index(method)
-            hits = collapse(
-                idx.score_parts(query),
-                idx.chunk_pages,
-                idx.page_ids,
-                idx.chunk_ids,
-                self._mask(idx, filters),
-                depth,
-            )
+            mask = self._mask(idx, filters)
+            fetch = idx.top_chunks(query)
+            if fetch is not None:  # an approximate index: its top chunks only (depth None: TOP_PAGES)
+                hits = collapse_top(
+                    fetch, len(idx.chunk_ids), idx.chunk_pages, idx.page_ids, idx.chunk_ids, mask, depth
+                )
+            else:
+                hits = collapse(
+                    idx.score_parts(query),
+                    idx.chunk_pages,
+                    idx.page_ids,
+                    idx.chunk_ids,
+                    mask,
+                    depth,
+                )
         if self.contents_last and not navigation_question(query):
             hits = contents_last(hits, self.contents_pages())
         return hits

@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
 
 
+DENSE_SEARCH = ("auto", "exact", "ann")
+
+
 @dataclass(frozen=True)
 class IndexSettings:
     """Parameters that decide an index's content (each method records its subset in params.json)."""
@@ -24,6 +27,13 @@ class IndexSettings:
     seed: int = 42
     #: LSA keeps every unigram and the bigrams found in at least this many chunks
     lsa_min_df: int = 3
+    #: dense search: "auto" (an approximate nearest-neighbour index from
+    #: ``retrieval.ann.ANN_MIN_CHUNKS`` chunks up, exact below), "exact" or "ann" (always)
+    dense_search: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.dense_search not in DENSE_SEARCH:
+            raise ValueError(f"dense search {self.dense_search!r}: use one of {', '.join(DENSE_SEARCH)}")
 
     def for_method(self, method: Method) -> dict[str, Any]:
         """The subset of settings that matters to ``method`` (asked of its registered object)."""
