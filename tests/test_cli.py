@@ -170,3 +170,31 @@ def test_eval_reports_what_could_not_be_fetched(monkeypatch: pytest.MonkeyPatch,
     assert "".join(said.split()) in "".join(flat.split())
     assert "not fetched doc-a: no url not fetched doc-b: cannot download [x]" in flat  # sorted by id
     assert "error: 2 of the corpus documents could not be fetched into [cache]" in flat
+
+
+def test_index_reports_each_build_off_a_terminal(fresh_store: Path) -> None:
+    """In a pipe or a log, where no bar is drawn, ``index`` says when each build starts and
+    ends, so a build of minutes is never silent."""
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sourcepage.cli",
+            "index",
+            "--store",
+            str(fresh_store),
+            "--version",
+            "raw,cleaned",
+            "--method",
+            "bm25",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    lines = res.stderr.splitlines()
+    for v in ("raw", "cleaned"):
+        assert f"bm25 index ({v} text) …" in lines
+        assert any(line.startswith(f"bm25 index ({v} text): done in ") for line in lines)
+    assert "Indexes" in res.stdout

@@ -58,7 +58,8 @@ def progress() -> Progress:
 def ticker(prog: Progress) -> Callable[[str, int, int], None]:
     """A ``progress(label, done, total)`` callback with one bar per label; when the bars
     are off (not a terminal: a log, a pipe) it prints a line when a step starts and one
-    when it ends, with its time, so a long run is never silent."""
+    when it ends, with its time, so a long run is never silent. A total of 0 is a step of
+    unknown length (a pulsing bar)."""
     tasks: dict[str, Any] = {}
     started: dict[str, float] = {}
 
@@ -67,15 +68,15 @@ def ticker(prog: Progress) -> Callable[[str, int, int], None]:
             if label not in started:
                 started[label] = time.perf_counter()
                 err.print(Text(f"{label} …"), highlight=False)
-            if done >= total and started.get(label, 0) >= 0:
+            if total and done >= total and started.get(label, 0) >= 0:
                 err.print(
                     Text(f"{label}: done in {time.perf_counter() - started[label]:.1f} s"), highlight=False
                 )
                 started[label] = -1.0
             return
         if label not in tasks:
-            tasks[label] = prog.add_task(escape(label), total=total)
-        prog.update(tasks[label], completed=done, total=total)
+            tasks[label] = prog.add_task(escape(label), total=total or None)
+        prog.update(tasks[label], completed=done, total=total or None)
 
     return tick
 

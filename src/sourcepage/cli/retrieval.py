@@ -10,7 +10,17 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, err, escape, fail, out, progress
+from sourcepage.cli._common import (
+    METHOD_GRAMMAR,
+    StoreOpt,
+    Text,
+    err,
+    escape,
+    fail,
+    out,
+    progress,
+    ticker,
+)
 
 
 def index(
@@ -47,16 +57,16 @@ def index(
     for col in ("version", "method", "chunks", "seconds", "size"):
         t.add_column(col, justify="right" if col in ("chunks", "seconds", "size") else "left")
     with progress() as prog:
+        tick = ticker(prog)  # a bar a build on a terminal, else a line when it starts and ends
         for v, m in plan:
-            task = prog.add_task(escape(f"{v} {m.name}"), total=None)
+            label = f"{m.name} index ({v} text)"
+            tick(label, 0, 0)
             t0 = time.perf_counter()
             try:
-                path = build_index(
-                    st, v, m, progress=lambda d, n, task=task: prog.update(task, completed=d, total=n)
-                )
+                path = build_index(st, v, m, progress=lambda d, n, label=label: tick(label, d, n))
             except ValueError as e:
                 fail(str(e))
-            prog.update(task, completed=1, total=1)
+            tick(label, 1, 1)
             t.add_row(
                 escape(v),
                 m.name,
