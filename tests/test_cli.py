@@ -4,6 +4,7 @@ read as rich markup), help texts name the method grammar, audit and the eval fal
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -198,3 +199,42 @@ def test_index_reports_each_build_off_a_terminal(fresh_store: Path) -> None:
         assert f"bm25 index ({v} text) …" in lines
         assert any(line.startswith(f"bm25 index ({v} text): done in ") for line in lines)
     assert "Indexes" in res.stdout
+
+
+@pytest.mark.slow  # two processes, each loading the sentence models
+def test_first_search_announces_and_follows_each_index_build(fresh_store: Path) -> None:
+    """A search on a store never indexed builds what it needs on first use: a notice
+    names each build and, off a terminal, a line says when it ended; the second search
+    builds nothing and its load time is small."""
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sourcepage.cli",
+                "search",
+                "Who may remove a lock?",
+                "--store",
+                str(fresh_store),
+                "--method",
+                "bm25",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    first = run()
+    assert first.returncode == 0, first.stderr
+    lines = first.stderr.splitlines()
+    for name in ("bm25", "dense"):  # its own index, and the one the shipped policy reads
+        assert any(
+            line.startswith(f"building the {name} index of the raw text on first use") for line in lines
+        )
+        assert any(line.startswith(f"{name} index (raw, first use): done in ") for line in lines), lines
+    again = run()
+    assert again.returncode == 0, again.stderr
+    assert "first use" not in again.stderr
+    assert json.loads(again.stdout)["timings_ms"]["load"] < json.loads(first.stdout)["timings_ms"]["load"]

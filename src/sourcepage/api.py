@@ -84,6 +84,7 @@ class SearchService:
         answer: bool = True,
         log: bool = False,
         notify: Callable[[str], None] | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> dict[str, Any]:
         """See ``search``."""
         if not question.strip():
@@ -92,7 +93,7 @@ class SearchService:
         m = parse_method(method or default_method())
         f = check_filters(filters, list(s.documents.values()))
         t0 = time.perf_counter()
-        load_ms, unusable = self.prepare(m, notify)
+        load_ms, unusable = self.prepare(m, notify, progress)
         pol = None if unusable else self.policy
         t1 = time.perf_counter()
         # twice k pages, so that k remain after near-duplicate pages are grouped
@@ -202,11 +203,17 @@ class SearchService:
             "jurisdiction": d.jurisdiction,
         }
 
-    def prepare(self, method: Method, notify: Callable[[str], None] | None = None) -> tuple[float, str]:
+    def prepare(
+        self,
+        method: Method,
+        notify: Callable[[str], None] | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> tuple[float, str]:
         """Load (or, on first use, build) every index and model a search with ``method``
         needs — its own and the answer policy's — and return the milliseconds it took
         (0 once loaded) and, when the policy cannot be used for this search, why.
-        ``notify`` hears what is about to be loaded or built. A missing index of ``method``
+        ``notify`` hears what is about to be loaded or built, ``progress(label, done, total)``
+        follows an index built on first use (a dense build takes minutes). A missing index of ``method``
         itself raises IndexMissing (when the service does not build); a missing index of
         the policy only sets the policy aside: the ranking stands, and the decision falls
         back to the rule without a policy (never ``answer``), naming the command to run."""
@@ -222,17 +229,23 @@ class SearchService:
         missing = [b for b in dict.fromkeys(own + extra) if not self.searcher.has_index(b)]
         if missing and notify:
             notify("loading " + ", ".join(b.name for b in missing) + f" ({self.version} text)")
-        for b in own:
-            self.searcher.index(b, notify)
+        previous = self.searcher.progress
+        if progress is not None:
+            self.searcher.progress = progress
         unusable = ""
-        for b in dict.fromkeys(extra):
-            try:
+        try:
+            for b in own:
                 self.searcher.index(b, notify)
-            except IndexMissing as e:
-                unusable = (
-                    f"The answer policy cannot be applied: {e}. A reviewer should confirm the evidence."
-                )
-                break
+            for b in dict.fromkeys(extra):
+                try:
+                    self.searcher.index(b, notify)
+                except IndexMissing as e:
+                    unusable = (
+                        f"The answer policy cannot be applied: {e}. A reviewer should confirm the evidence."
+                    )
+                    break
+        finally:
+            self.searcher.progress = previous
         if pol is not None and not unusable and not self._sentence_model_ready:
             if notify:
                 notify(f"loading the sentence model of the answer policy ({SENTENCE_MODEL})")
@@ -317,6 +330,7 @@ def search(
     log: bool = False,
     build: bool = True,
     notify: Callable[[str], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Ranked source pages with provenance (``method`` None: ``default_method()``, measured
     on the dev splits), a support decision (spec §5) and, unless
@@ -324,8 +338,9 @@ def search(
     ``<store>/answers.jsonl``, apart from retrieval, when ``log`` is set). ``build``:
     build a missing or stale index first (else IndexMissing). ``query_ms`` is the whole call;
     ``timings_ms`` splits it into ``load`` (indexes and models, built on first use — ``notify``
-    hears about it), ``rank`` and ``decide`` (features, decision and quotes)."""
-    return service(store, version, build).search(question, method, k, filters, answer, log, notify)
+    hears about it, ``progress(label, done, total)`` follows such a build), ``rank`` and
+    ``decide`` (features, decision and quotes)."""
+    return service(store, version, build).search(question, method, k, filters, answer, log, notify, progress)
 
 
 def documents(store: str | Path) -> list[dict[str, Any]]:

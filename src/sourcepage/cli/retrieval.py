@@ -115,20 +115,22 @@ def search(
 
     if not 1 <= k <= 100:
         fail(f"-k must be between 1 and 100, got {k}")
-    try:
-        filters = api.filters_from_pairs(filter_)
-        res = api.search(
-            question,
-            store,
-            method=method,
-            k=k,
-            version=version,
-            filters=filters,
-            log=True,
-            notify=lambda note: err.print(Text(note + " …", style="dim")),
-        )
-    except (StoreError, ValueError, RuntimeError) as e:
-        fail(str(e))
+    with progress() as prog:  # a bar for an index built on first use
+        try:
+            filters = api.filters_from_pairs(filter_)
+            res = api.search(
+                question,
+                store,
+                method=method,
+                k=k,
+                version=version,
+                filters=filters,
+                log=True,
+                notify=lambda note: err.print(Text(note + " …", style="dim")),
+                progress=ticker(prog),
+            )
+        except (StoreError, ValueError, RuntimeError) as e:
+            fail(str(e))
     if as_json:
         sys.stdout.write(json.dumps(res, ensure_ascii=False, indent=2) + "\n")
         return
