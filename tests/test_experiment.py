@@ -259,3 +259,33 @@ def test_design_override() -> None:
         Design().override(versions=["nope"])
     with pytest.raises(ValueError, match="unknown method"):
         Design().override(methods=["nope"])
+
+
+def test_eval_command_marks_rank_fusion_auroc(
+    safety_corpus: Path, questions_file: Path, tmp_path: Path
+) -> None:
+    """The table ``sourcepage eval`` prints marks a rank-fusion run's AUROC as not a
+    calibrated score, as the report does, and says why under the table."""
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--corpus",
+            str(safety_corpus),
+            "--questions",
+            str(questions_file),
+            "--out",
+            str(tmp_path / "out"),
+            "--versions",
+            "raw",
+            "--methods",
+            "bm25,rrf:bm25+lsa",
+            "--bootstrap",
+            "100",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    rows = {line.split("│")[2].strip(): line for line in res.stdout.splitlines() if line.count("│") > 10}
+    assert set(rows) == {"bm25", "rrf:bm25+lsa"}
+    assert "†" in rows["rrf:bm25+lsa"] and "†" not in rows["bm25"]
+    assert "† rank-fusion scores measure rank agreement" in res.stdout

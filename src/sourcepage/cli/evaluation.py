@@ -47,6 +47,7 @@ def eval_(
         fail("give --questions FILE (or --beir DIR)")
     from sourcepage.corpus.fetch import CorpusUnavailable, locate_corpus
     from sourcepage.evaluation.experiment import Design, run_experiment
+    from sourcepage.evaluation.summary import FUSION_MARK, is_fusion
 
     def downloading(manifest: Path) -> None:
         err.print(
@@ -88,10 +89,21 @@ def eval_(
             escape(r["text_version"]),
             escape(r["method"]),
             *(f"{r[c]:.3f}" for c in cols),
-            *(f"{r['auroc'][k]:.3f}" if r["auroc"][k] is not None else "–" for k in ("broad", "near_domain")),
+            *(
+                f"{r['auroc'][k]:.3f}{FUSION_MARK if is_fusion(r['method']) else ''}"
+                if r["auroc"][k] is not None
+                else "–"
+                for k in ("broad", "near_domain")
+            ),
             f"{r['query_ms']['p50']:.2f}",
         )
     out.print(t)
+    if any(is_fusion(r["method"]) for r in m["runs"]):
+        out.print(
+            f"{FUSION_MARK} rank-fusion scores measure rank agreement, not how likely an answer is: "
+            "their AUROC is not that of a calibrated score (see the report).",
+            markup=False,
+        )
     out.print(
         f"report: {out_dir / 'report.md'}  (metrics.json, ranked.jsonl, stats.json, run.json, trec/)",
         markup=False,
