@@ -4,6 +4,7 @@ byte-identical reruns, and clear errors on a bad question set."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -285,7 +286,23 @@ def test_eval_command_marks_rank_fusion_auroc(
         ],
     )
     assert res.exit_code == 0, res.output
-    rows = {line.split("│")[2].strip(): line for line in res.stdout.splitlines() if line.count("│") > 10}
-    assert set(rows) == {"bm25", "rrf:bm25+lsa"}
-    assert "†" in rows["rrf:bm25+lsa"] and "†" not in rows["bm25"]
+    rows = [line.split() for line in res.stdout.splitlines() if line.startswith("raw ")]
+    assert [r[1] for r in rows] == ["bm25", "rrf:bm25+lsa"] * 2  # retrieval table, then AUROC table
+    auroc = rows[2:]
+    assert not any("†" in x for x in auroc[0]) and auroc[1][2].endswith("†") and auroc[1][3].endswith("†")
     assert "† rank-fusion scores measure rank agreement" in res.stdout
+
+
+def test_eval_tables_fit_an_80_column_terminal(result: Path) -> None:
+    """The tables ``eval`` prints are read whole on an 80-column terminal: no value or
+    header is cut to an ellipsis."""
+    from rich.console import Console
+
+    from sourcepage.cli.evaluation import _run_tables
+
+    console = Console(width=80, record=True, file=io.StringIO())
+    for t in _run_tables(json.loads((result / "metrics.json").read_text())):
+        console.print(t)
+    text = console.export_text()
+    assert "…" not in text and "enriched  rrf:bm25+lsa" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
