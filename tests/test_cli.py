@@ -238,3 +238,24 @@ def test_first_search_announces_and_follows_each_index_build(fresh_store: Path) 
     assert again.returncode == 0, again.stderr
     assert "first use" not in again.stderr
     assert json.loads(again.stdout)["timings_ms"]["load"] < json.loads(first.stdout)["timings_ms"]["load"]
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_search_table_keeps_rank_page_score_and_year_on_a_narrow_terminal(width: int) -> None:
+    """On an 80-column terminal the ranked pages keep their rank, whole page id, score,
+    jurisdiction and year on one line (rich used to squeeze those columns to nothing)."""
+    import io
+
+    from rich.console import Console
+
+    from sourcepage.cli.retrieval import _results_table
+
+    res = _fake_result("Who may remove a lock?")
+    res["results"][0] |= {"page": "osha3170-safeguarding-amputations#p39", "title": "Safeguarding " * 5}
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(_results_table(res, "raw", res["question"], width))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= width
+    row = next(line for line in text.splitlines() if "osha3170-safeguarding-amputations#p39" in line)
+    assert row.split()[0] in ("1", "│") and "1.5" in row and "US" in row and "2023" in row
+    assert ("guidance" in row) == (width >= 120)  # the document type only where there is room
