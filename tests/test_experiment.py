@@ -306,3 +306,25 @@ def test_eval_tables_fit_an_80_column_terminal(result: Path) -> None:
     text = console.export_text()
     assert "…" not in text and "enriched  rrf:bm25+lsa" in text
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_python_evaluate_says_what_it_does(
+    safety_corpus: Path, questions_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``sourcepage.evaluate`` as the README calls it, with the options its docstring names:
+    it prints its plan and a line when each step starts and ends, and writes the report."""
+    import sourcepage
+
+    m = sourcepage.evaluate(
+        safety_corpus, questions_file, tmp_path / "out", versions=["raw"], methods=["bm25"], bootstrap=100
+    )
+    assert [(r["text_version"], r["method"]) for r in m["runs"]] == [("raw", "bm25")]
+    assert (tmp_path / "out" / "report.md").is_file()
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("evaluating 1 run (raw bm25) on ") and "(built on first use)" in err[0]
+    assert "run 1/1 raw bm25 …" in err and any(line.startswith("run 1/1 raw bm25: done in ") for line in err)
+    capsys.readouterr()
+    sourcepage.evaluate(
+        safety_corpus, questions_file, tmp_path / "q", methods=["bm25"], bootstrap=100, quiet=True
+    )
+    assert capsys.readouterr().err == ""

@@ -9,7 +9,6 @@ a markup string.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -60,19 +59,14 @@ def ticker(prog: Progress) -> Callable[[str, int, int], None]:
     are off (not a terminal: a log, a pipe) it prints a line when a step starts and one
     when it ends, with its time, so a long run is never silent. A total of 0 is a step of
     unknown length (a pulsing bar)."""
+    from sourcepage.api import step_lines
+
     tasks: dict[str, Any] = {}
-    started: dict[str, float] = {}
+    lines = step_lines()
 
     def tick(label: str, done: int, total: int) -> None:
         if prog.disable:
-            if label not in started:
-                started[label] = time.perf_counter()
-                err.print(Text(f"{label} …"), highlight=False)
-            if total and done >= total and started.get(label, 0) >= 0:
-                err.print(
-                    Text(f"{label}: done in {time.perf_counter() - started[label]:.1f} s"), highlight=False
-                )
-                started[label] = -1.0
+            lines(label, done, total)
             return
         if label not in tasks:
             tasks[label] = prog.add_task(escape(label), total=total or None)
