@@ -322,6 +322,7 @@ def test_python_evaluate_says_what_it_does(
     assert (tmp_path / "out" / "report.md").is_file()
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("evaluating 1 run (raw bm25) on ") and "(built on first use)" in err[0]
+    assert "extract the PDFs …" in err and any(line.startswith("extract the PDFs: done in ") for line in err)
     assert "run 1/1 raw bm25 …" in err and any(line.startswith("run 1/1 raw bm25: done in ") for line in err)
     capsys.readouterr()
     sourcepage.evaluate(
