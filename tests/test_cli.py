@@ -4,6 +4,7 @@ read as rich markup), help texts name the method grammar, audit and the eval fal
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -170,3 +171,91 @@ def test_eval_reports_what_could_not_be_fetched(monkeypatch: pytest.MonkeyPatch,
     assert "".join(said.split()) in "".join(flat.split())
     assert "not fetched doc-a: no url not fetched doc-b: cannot download [x]" in flat  # sorted by id
     assert "error: 2 of the corpus documents could not be fetched into [cache]" in flat
+
+
+def test_index_reports_each_build_off_a_terminal(fresh_store: Path) -> None:
+    """In a pipe or a log, where no bar is drawn, ``index`` says when each build starts and
+    ends, so a build of minutes is never silent."""
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sourcepage.cli",
+            "index",
+            "--store",
+            str(fresh_store),
+            "--version",
+            "raw,cleaned",
+            "--method",
+            "bm25",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    lines = res.stderr.splitlines()
+    for v in ("raw", "cleaned"):
+        assert f"bm25 index ({v} text) …" in lines
+        assert any(line.startswith(f"bm25 index ({v} text): done in ") for line in lines)
+    assert "Indexes" in res.stdout
+
+
+@pytest.mark.slow  # two processes, each loading the sentence models
+def test_first_search_announces_and_follows_each_index_build(fresh_store: Path) -> None:
+    """A search on a store never indexed builds what it needs on first use: a notice
+    names each build and, off a terminal, a line says when it ended; the second search
+    builds nothing and its load time is small."""
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sourcepage.cli",
+                "search",
+                "Who may remove a lock?",
+                "--store",
+                str(fresh_store),
+                "--method",
+                "bm25",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    first = run()
+    assert first.returncode == 0, first.stderr
+    lines = first.stderr.splitlines()
+    for name in ("bm25", "dense"):  # its own index, and the one the shipped policy reads
+        assert any(
+            line.startswith(f"building the {name} index of the raw text on first use") for line in lines
+        )
+        assert any(line.startswith(f"{name} index (raw, first use): done in ") for line in lines), lines
+    again = run()
+    assert again.returncode == 0, again.stderr
+    assert "first use" not in again.stderr
+    assert json.loads(again.stdout)["timings_ms"]["load"] < json.loads(first.stdout)["timings_ms"]["load"]
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_search_table_keeps_rank_page_score_and_year_on_a_narrow_terminal(width: int) -> None:
+    """On an 80-column terminal the ranked pages keep their rank, whole page id, score,
+    jurisdiction and year on one line (rich used to squeeze those columns to nothing)."""
+    import io
+
+    from rich.console import Console
+
+    from sourcepage.cli.retrieval import _results_table
+
+    res = _fake_result("Who may remove a lock?")
+    res["results"][0] |= {"page": "osha3170-safeguarding-amputations#p39", "title": "Safeguarding " * 5}
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(_results_table(res, "raw", res["question"], width))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= width
+    row = next(line for line in text.splitlines() if "osha3170-safeguarding-amputations#p39" in line)
+    assert row.split()[0] in ("1", "│") and "1.5" in row and "US" in row and "2023" in row
+    assert ("guidance" in row) == (width >= 120)  # the document type only where there is room

@@ -4,6 +4,7 @@ byte-identical reruns, and clear errors on a bad question set."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -259,3 +260,72 @@ def test_design_override() -> None:
         Design().override(versions=["nope"])
     with pytest.raises(ValueError, match="unknown method"):
         Design().override(methods=["nope"])
+
+
+def test_eval_command_marks_rank_fusion_auroc(
+    safety_corpus: Path, questions_file: Path, tmp_path: Path
+) -> None:
+    """The table ``sourcepage eval`` prints marks a rank-fusion run's AUROC as not a
+    calibrated score, as the report does, and says why under the table."""
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--corpus",
+            str(safety_corpus),
+            "--questions",
+            str(questions_file),
+            "--out",
+            str(tmp_path / "out"),
+            "--versions",
+            "raw",
+            "--methods",
+            "bm25,rrf:bm25+lsa",
+            "--bootstrap",
+            "100",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    rows = [line.split() for line in res.stdout.splitlines() if line.startswith("raw ")]
+    assert [r[1] for r in rows] == ["bm25", "rrf:bm25+lsa"] * 2  # retrieval table, then AUROC table
+    auroc = rows[2:]
+    assert not any("†" in x for x in auroc[0]) and auroc[1][2].endswith("†") and auroc[1][3].endswith("†")
+    assert "† rank-fusion scores measure rank agreement" in res.stdout
+
+
+def test_eval_tables_fit_an_80_column_terminal(result: Path) -> None:
+    """The tables ``eval`` prints are read whole on an 80-column terminal: no value or
+    header is cut to an ellipsis."""
+    from rich.console import Console
+
+    from sourcepage.cli.evaluation import _run_tables
+
+    console = Console(width=80, record=True, file=io.StringIO())
+    for t in _run_tables(json.loads((result / "metrics.json").read_text())):
+        console.print(t)
+    text = console.export_text()
+    assert "…" not in text and "enriched  rrf:bm25+lsa" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_python_evaluate_says_what_it_does(
+    safety_corpus: Path, questions_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``sourcepage.evaluate`` as the README calls it, with the options its docstring names:
+    it prints its plan and a line when each step starts and ends, and writes the report."""
+    import sourcepage
+
+    m = sourcepage.evaluate(
+        safety_corpus, questions_file, tmp_path / "out", versions=["raw"], methods=["bm25"], bootstrap=100
+    )
+    assert [(r["text_version"], r["method"]) for r in m["runs"]] == [("raw", "bm25")]
+    assert (tmp_path / "out" / "report.md").is_file()
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("evaluating 1 run (raw bm25) on ") and "(built on first use)" in err[0]
+    assert "extract the PDFs …" in err and any(line.startswith("extract the PDFs: done in ") for line in err)
+    assert "run 1/1 raw bm25 …" in err and any(line.startswith("run 1/1 raw bm25: done in ") for line in err)
+    capsys.readouterr()
+    sourcepage.evaluate(
+        safety_corpus, questions_file, tmp_path / "q", methods=["bm25"], bootstrap=100, quiet=True
+    )
+    assert capsys.readouterr().err == ""

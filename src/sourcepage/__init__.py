@@ -4,7 +4,7 @@ Public API (imported lazily so that ``import sourcepage`` stays cheap)::
 
     sourcepage.ingest(corpus, store)                 # corpus folder → store
     sourcepage.search(question, store, method="bm25", k=10, version="raw", filters=None)
-    sourcepage.evaluate(corpus, questions, out, versions=[...], methods=[...])
+    sourcepage.evaluate(corpus, questions, out, versions=[...], methods=[...])  # says what it does
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def __getattr__(name: str) -> Any:
 
         return search
     if name == "evaluate":
-        from sourcepage.evaluation.experiment import run_experiment
+        from sourcepage.api import evaluate
 
-        return run_experiment
+        return evaluate
     raise AttributeError(name)

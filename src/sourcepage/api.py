@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -83,6 +84,7 @@ class SearchService:
         answer: bool = True,
         log: bool = False,
         notify: Callable[[str], None] | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> dict[str, Any]:
         """See ``search``."""
         if not question.strip():
@@ -91,7 +93,7 @@ class SearchService:
         m = parse_method(method or default_method())
         f = check_filters(filters, list(s.documents.values()))
         t0 = time.perf_counter()
-        load_ms, unusable = self.prepare(m, notify)
+        load_ms, unusable = self.prepare(m, notify, progress)
         pol = None if unusable else self.policy
         t1 = time.perf_counter()
         # twice k pages, so that k remain after near-duplicate pages are grouped
@@ -200,11 +202,17 @@ class SearchService:
             "jurisdiction": d.jurisdiction,
         }
 
-    def prepare(self, method: Method, notify: Callable[[str], None] | None = None) -> tuple[float, str]:
+    def prepare(
+        self,
+        method: Method,
+        notify: Callable[[str], None] | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> tuple[float, str]:
         """Load (or, on first use, build) every index and model a search with ``method``
         needs — its own and the answer policy's — and return the milliseconds it took
         (0 once loaded) and, when the policy cannot be used for this search, why.
-        ``notify`` hears what is about to be loaded or built. A missing index of ``method``
+        ``notify`` hears what is about to be loaded or built, ``progress(label, done, total)``
+        follows an index built on first use (a dense build takes minutes). A missing index of ``method``
         itself raises IndexMissing (when the service does not build); a missing index of
         the policy only sets the policy aside: the ranking stands, and the decision falls
         back to the rule without a policy (never ``answer``), naming the command to run."""
@@ -220,17 +228,23 @@ class SearchService:
         missing = [b for b in dict.fromkeys(own + extra) if not self.searcher.has_index(b)]
         if missing and notify:
             notify("loading " + ", ".join(b.name for b in missing) + f" ({self.version} text)")
-        for b in own:
-            self.searcher.index(b, notify)
+        previous = self.searcher.progress
+        if progress is not None:
+            self.searcher.progress = progress
         unusable = ""
-        for b in dict.fromkeys(extra):
-            try:
+        try:
+            for b in own:
                 self.searcher.index(b, notify)
-            except IndexMissing as e:
-                unusable = (
-                    f"The answer policy cannot be applied: {e}. A reviewer should confirm the evidence."
-                )
-                break
+            for b in dict.fromkeys(extra):
+                try:
+                    self.searcher.index(b, notify)
+                except IndexMissing as e:
+                    unusable = (
+                        f"The answer policy cannot be applied: {e}. A reviewer should confirm the evidence."
+                    )
+                    break
+        finally:
+            self.searcher.progress = previous
         if pol is not None and not unusable and not self._sentence_model_ready:
             if notify:
                 notify(f"loading the sentence model of the answer policy ({SENTENCE_MODEL})")
@@ -315,6 +329,7 @@ def search(
     log: bool = False,
     build: bool = True,
     notify: Callable[[str], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Ranked source pages with provenance (``method`` None: ``default_method()``, measured
     on the dev splits), a support decision (spec §5) and, unless
@@ -322,8 +337,66 @@ def search(
     ``<store>/answers.jsonl``, apart from retrieval, when ``log`` is set). ``build``:
     build a missing or stale index first (else IndexMissing). ``query_ms`` is the whole call;
     ``timings_ms`` splits it into ``load`` (indexes and models, built on first use — ``notify``
-    hears about it), ``rank`` and ``decide`` (features, decision and quotes)."""
-    return service(store, version, build).search(question, method, k, filters, answer, log, notify)
+    hears about it, ``progress(label, done, total)`` follows such a build), ``rank`` and
+    ``decide`` (features, decision and quotes)."""
+    return service(store, version, build).search(question, method, k, filters, answer, log, notify, progress)
+
+
+def step_lines(stream: Any = None) -> Callable[[str, int, int], None]:
+    """A ``progress(label, done, total)`` callback that writes one line when a step starts
+    and one when it ends, with its time (for Python callers: a long evaluation is never
+    silent; the CLI draws rich bars instead)."""
+    started: dict[str, float] = {}
+
+    def tick(label: str, done: int, total: int) -> None:
+        out = stream or sys.stderr
+        if label not in started:
+            started[label] = time.perf_counter()
+            print(f"{label} …", file=out, flush=True)
+        if total and done >= total and started[label] >= 0:
+            print(f"{label}: done in {time.perf_counter() - started[label]:.1f} s", file=out, flush=True)
+            started[label] = -1.0
+
+    return tick
+
+
+def evaluate(
+    corpus: str | Path,
+    questions: str | Path,
+    out: str | Path,
+    *,
+    versions: list[str] | None = None,
+    methods: list[str] | None = None,
+    config: str | Path | None = None,
+    bootstrap: int | None = None,
+    store: str | Path | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """What ``sourcepage eval`` does: run a design (``config``, an experiment.yaml, else the
+    study's three text versions × bm25, lsa, rrf:bm25+lsa; ``versions`` / ``methods``
+    replace its first block) over ``questions`` and write metrics.json, report.md and the
+    rest into ``out``; returns metrics.json's data. ``store`` defaults to ``out/store``,
+    ingested and indexed on first use (minutes for a corpus of hundreds of pages).
+
+    It says what it does on stderr — the plan, then a line when each step starts and ends
+    — unless ``quiet``; ``progress(label, done, total)`` replaces those step lines."""
+    from sourcepage.evaluation.experiment import Design, run_experiment
+
+    design = Design.from_yaml(config) if config else Design()
+    design.override(versions, methods, bootstrap)
+    where = Path(store) if store else Path(out) / "store"
+    if not quiet:
+        runs = design.runs()
+        plan = f"{len(runs)} run{'' if len(runs) == 1 else 's'} ({', '.join(f'{v} {m}' for v, m in runs)})"
+        print(
+            f"evaluating {plan} on {questions}; "
+            f"store {where} (built on first use), report {Path(out) / 'report.md'}",
+            file=sys.stderr,
+            flush=True,
+        )
+    tick = progress or (None if quiet else step_lines())
+    return run_experiment(corpus, questions, out, design=design, store=store, progress=tick)
 
 
 def documents(store: str | Path) -> list[dict[str, Any]]:

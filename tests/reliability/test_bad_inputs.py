@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -239,7 +240,10 @@ MANIFEST_CASES = [
 
 
 def _one_line_error(res) -> str:
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    """The one error line; progress lines of a step begun before the error (``label …``,
+    ``label: done in N s``) may precede it."""
+    step = re.compile(r".* …$|.*: done in \d+\.\d s$")
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip() and not step.fullmatch(ln)]
     assert res.exit_code == 2, (res.exit_code, res.output)
     assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
     return lines[0]

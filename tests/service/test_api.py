@@ -451,6 +451,8 @@ def test_view_page_and_form_review(client: TestClient) -> None:
     assert "/pages/loto_energy_control%23p2/image?" in r.text
     assert '<mark class="ev hit">' in r.text  # the passage region carries the query words
     assert "Reviewer decision" in r.text
+    # the other evidence pages' titles are cut at a word, with an ellipsis, not mid-word
+    assert "Controlling Hazardous Energy: Lockout/Tagout…" in r.text and "Lockout/Ta<" not in r.text
     form = {
         "question": LOCKBOX,
         "method": "bm25",

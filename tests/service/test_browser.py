@@ -145,6 +145,14 @@ def test_phone_width_quotes_and_citations_in_chromium(server: tuple[str, str]) -
             assert page.evaluate("document.documentElement.scrollWidth") <= 390
             assert page.locator("pre.page-text mark.quote").count() > 0
             assert page.locator(".banner").get_attribute("data-decision") in ("answer", "review")
+            # each legend swatch sits on the line of its label, also where the legend wraps
+            lines = page.eval_on_selector_all(
+                "figure.page-image figcaption .key",
+                "keys => keys.map(k => { const r = document.createRange(); r.selectNodeContents(k);"
+                " const mid = [...r.getClientRects()].map(c => (c.top + c.bottom) / 2);"
+                " return Math.max(...mid) - Math.min(...mid); })",
+            )
+            assert len(lines) == 3 and max(lines) < 8, lines  # one line each
             page.screenshot(path=str(ARTIFACTS / "view-390.png"), full_page=True)
         finally:
             browser.close()

@@ -9,7 +9,6 @@ a markup string.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -90,24 +89,20 @@ def progress() -> Progress:
 def ticker(prog: Progress) -> Callable[[str, int, int], None]:
     """A ``progress(label, done, total)`` callback with one bar per label; when the bars
     are off (not a terminal: a log, a pipe) it prints a line when a step starts and one
-    when it ends, with its time, so a long run is never silent."""
+    when it ends, with its time, so a long run is never silent. A total of 0 is a step of
+    unknown length (a pulsing bar)."""
+    from sourcepage.api import step_lines
+
     tasks: dict[str, Any] = {}
-    started: dict[str, float] = {}
+    lines = step_lines()
 
     def tick(label: str, done: int, total: int) -> None:
         if prog.disable:
-            if label not in started:
-                started[label] = time.perf_counter()
-                err.print(Text(f"{label} …"), highlight=False)
-            if done >= total and started.get(label, 0) >= 0:
-                err.print(
-                    Text(f"{label}: done in {time.perf_counter() - started[label]:.1f} s"), highlight=False
-                )
-                started[label] = -1.0
+            lines(label, done, total)
             return
         if label not in tasks:
-            tasks[label] = prog.add_task(escape(label), total=total)
-        prog.update(tasks[label], completed=done, total=total)
+            tasks[label] = prog.add_task(escape(label), total=total or None)
+        prog.update(tasks[label], completed=done, total=total or None)
 
     return tick
 

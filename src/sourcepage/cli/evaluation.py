@@ -47,6 +47,7 @@ def eval_(
         fail("give --questions FILE (or --beir DIR)")
     from sourcepage.corpus.fetch import CorpusUnavailable, locate_corpus
     from sourcepage.evaluation.experiment import Design, run_experiment
+    from sourcepage.evaluation.summary import FUSION_MARK, is_fusion
 
     def downloading(manifest: Path) -> None:
         err.print(
@@ -74,28 +75,73 @@ def eval_(
             m = run_experiment(corpus, questions, out_dir, design=design, store=store, progress=ticker(prog))
         except ValueError as e:  # ManifestError and QuestionError among them
             fail(str(e))
-    q = m["questions"]
-    t = Table(
-        title=f"Page-level retrieval — {q['answerable']} answerable, {q['unsupported']} unsupported, "
-        f"{q['out_of_domain']} out-of-domain questions",
-        title_justify="left",
-    )
-    cols = ("hit@1", "hit@3", "hit@5", "hit@10", "recall@10", "mrr", "ndcg@10", "doc_hit@3")
-    for col in ("version", "method", *cols, "AUROC broad", "AUROC near", "ms p50"):
-        t.add_column(col, justify="left" if col in ("version", "method") else "right", no_wrap=True)
-    for r in m["runs"]:
-        t.add_row(
-            escape(r["text_version"]),
-            escape(r["method"]),
-            *(f"{r[c]:.3f}" for c in cols),
-            *(f"{r['auroc'][k]:.3f}" if r["auroc"][k] is not None else "–" for k in ("broad", "near_domain")),
-            f"{r['query_ms']['p50']:.2f}",
+    hits, other = _run_tables(m)
+    out.print(hits)
+    out.print()
+    out.print(other)
+    if any(is_fusion(r["method"]) for r in m["runs"]):
+        out.print(
+            f"{FUSION_MARK} rank-fusion scores measure rank agreement, not how likely an answer is: "
+            "their AUROC is not that of a calibrated score (see the report).",
+            markup=False,
         )
-    out.print(t)
     out.print(
         f"report: {out_dir / 'report.md'}  (metrics.json, ranked.jsonl, stats.json, run.json, trec/)",
         markup=False,
     )
+
+
+def _run_tables(m: dict[str, Any]) -> tuple[Table, Table]:
+    """The runs as two tables that fit an 80-column terminal: page-level retrieval, then
+    answerability AUROC (rank fusion marked) and speed. Headers as in the report."""
+    from rich import box
+
+    from sourcepage.evaluation.summary import FUSION_MARK, is_fusion
+
+    q = m["questions"]
+
+    def table(title: str) -> Table:
+        t = Table(
+            title=title,
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            collapse_padding=True,
+        )
+        t.add_column("version", no_wrap=True)
+        t.add_column("method", no_wrap=True)
+        return t
+
+    hits = table(
+        f"Page-level retrieval — {q['answerable']} answerable, {q['unsupported']} unsupported, "
+        f"{q['out_of_domain']} out-of-domain questions"
+    )
+    cols = {
+        "hit@1": "Hit\n@1",
+        "hit@3": "Hit\n@3",
+        "hit@5": "Hit\n@5",
+        "hit@10": "Hit\n@10",
+        "recall@10": "R\n@10",
+        "mrr": "MRR",
+        "ndcg@10": "nDCG\n@10",
+        "doc_hit@3": "doc\nHit@3",
+    }
+    for head in cols.values():
+        hits.add_column(head, justify="right", no_wrap=True)
+    other = table("Answerability AUROC and time to rank")
+    for head in ("AUROC broad", "AUROC near", "ms p50"):
+        other.add_column(head, justify="right", no_wrap=True)
+    for r in m["runs"]:
+        names = (escape(r["text_version"]), escape(r["method"]))
+        hits.add_row(*names, *(f"{r[c]:.3f}" for c in cols))
+        mark = FUSION_MARK if is_fusion(r["method"]) else ""
+        auroc = (
+            f"{r['auroc'][k]:.3f}{mark}" if r["auroc"][k] is not None else "–"
+            for k in ("broad", "near_domain")
+        )
+        other.add_row(*names, *auroc, f"{r['query_ms']['p50']:.2f}")
+    return hits, other
 
 
 def _eval_beir(

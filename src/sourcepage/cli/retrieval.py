@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.table import Table
 
 from sourcepage.cli._common import (
@@ -22,6 +23,7 @@ from sourcepage.cli._common import (
     out,
     progress,
     ray_executor,
+    ticker,
 )
 
 
@@ -100,20 +102,16 @@ def index(
         out.print(f"built on Ray ({ex.workers} CPUs) in {time.perf_counter() - t0:.2f} s", markup=False)
         return
     with progress() as prog:
+        tick = ticker(prog)  # a bar a build on a terminal, else a line when it starts and ends
         for v, m in plan:
-            task = prog.add_task(escape(f"{v} {m.name}"), total=None)
+            label = f"{m.name} index ({v} text)"
+            tick(label, 0, 0)
             t0 = time.perf_counter()
             try:
-                path = build_index(
-                    st,
-                    v,
-                    m,
-                    settings,
-                    progress=lambda d, n, task=task: prog.update(task, completed=d, total=n),
-                )
+                path = build_index(st, v, m, settings, progress=lambda d, n, label=label: tick(label, d, n))
             except ValueError as e:
                 fail(str(e))
-            prog.update(task, completed=1, total=1)
+            tick(label, 1, 1)
             t.add_row(
                 escape(v),
                 m.name,
@@ -135,6 +133,51 @@ def _highlight(passage: str, spans: list[tuple[int, int]], limit: int = 400) -> 
         if a >= start and b <= start + limit:
             text.stylize("bold yellow", a - start + off, b - start + off)
     return text
+
+
+def _results_table(res: dict, version: str, question: str, width: int) -> Table:
+    """The ranked pages; on a terminal under 120 columns only what identifies and dates a
+    page (rank, page, score, title, jurisdiction, year), so no column is squeezed away."""
+    fields = {
+        "rank": "rank",
+        "page": "page",
+        "score": "score",
+        "title": "title",
+        "authority": "authority",
+        "jur.": "jurisdiction",
+        "year": "year",
+        "type": "doc_type",
+        "role": "role",
+    }
+    narrow = width < 120
+    if narrow:  # one line a page, without borders
+        fields = {c: f for c, f in fields.items() if c not in ("authority", "type", "role")}
+    t = Table(
+        title=escape(f"{res['method']} · {version} · {question}"),
+        title_justify="left",
+        **(
+            {"box": box.SIMPLE_HEAD, "show_edge": False, "pad_edge": False, "collapse_padding": True}
+            if narrow
+            else {}
+        ),
+    )
+    rows = [
+        {c: str({**r, "score": f"{r['score']:.4g}", "title": r["title"][:48]}[f]) for c, f in fields.items()}
+        for r in res["results"]
+    ]
+    # the title takes what the other columns leave (rich would squeeze short columns to nothing)
+    others = sum(max([len(c)] + [len(row[c]) for row in rows]) + 2 for c in fields if c != "title")
+    for col in fields:
+        t.add_column(
+            col,
+            no_wrap=narrow or col != "title",
+            overflow="ellipsis",
+            justify="right" if col in ("rank", "score") else "left",
+            max_width=max(10, width - others - 4) if narrow and col == "title" else None,
+        )
+    for row in rows:
+        t.add_row(*(escape(v) for v in row.values()))
+    return t
 
 
 def search(
@@ -162,40 +205,26 @@ def search(
 
     if not 1 <= k <= 100:
         fail(f"-k must be between 1 and 100, got {k}")
-    try:
-        filters = api.filters_from_pairs(filter_)
-        res = api.search(
-            question,
-            store,
-            method=method,
-            k=k,
-            version=version,
-            filters=filters,
-            log=True,
-            notify=lambda note: err.print(Text(note + " …", style="dim")),
-        )
-    except (StoreError, ValueError, RuntimeError) as e:
-        fail(str(e))
+    with progress() as prog:  # a bar for an index built on first use
+        try:
+            filters = api.filters_from_pairs(filter_)
+            res = api.search(
+                question,
+                store,
+                method=method,
+                k=k,
+                version=version,
+                filters=filters,
+                log=True,
+                notify=lambda note: err.print(Text(note + " …", style="dim")),
+                progress=ticker(prog),
+            )
+        except (StoreError, ValueError, RuntimeError) as e:
+            fail(str(e))
     if as_json:
         sys.stdout.write(json.dumps(res, ensure_ascii=False, indent=2) + "\n")
         return
-    t = Table(title=escape(f"{res['method']} · {version} · {question}"), title_justify="left")
-    for col in ("rank", "page", "score", "title", "authority", "jur.", "year", "type", "role"):
-        t.add_column(
-            col,
-            no_wrap=col != "title",
-            overflow="ellipsis",
-            justify="right" if col in ("rank", "score") else "left",
-        )
-    for r in res["results"]:
-        t.add_row(
-            str(r["rank"]),
-            escape(r["page"]),
-            f"{r['score']:.4g}",
-            escape(r["title"][:48]),
-            *(escape(str(r[c])) for c in ("authority", "jurisdiction", "year", "doc_type", "role")),
-        )
-    out.print(t)
+    out.print(_results_table(res, version, question, out.width))
     colour = {"answer": "green", "refuse": "red", "review": "yellow"}[res["decision"]]
     out.print(
         f"[bold {colour}]decision: {res['decision']}[/] — " + escape(" ".join(res["reasons"])),

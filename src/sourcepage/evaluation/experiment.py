@@ -275,7 +275,10 @@ class QuestionsBenchmark(Benchmark):
     def prepare(self, store: Path, progress: Progress | None) -> Prepared:
         require_answerable(read_questions(self.questions_path), self.questions_path)  # before any write
         new = [p for p in (store.parent, store) if not p.exists()]
-        self.ingest_report = ingest(self.corpus, store, engine=self.design.engine, settings=self.design.text)
+        tick = (lambda done, total, _doc: progress("extract the PDFs", done, total)) if progress else None
+        self.ingest_report = ingest(
+            self.corpus, store, engine=self.design.engine, settings=self.design.text, progress=tick
+        )
         st = Store(store)
         try:
             self.questions = read_questions(self.questions_path, known_pages=st.page_ids())

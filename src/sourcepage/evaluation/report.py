@@ -258,7 +258,7 @@ def write_report(
             and (r["first_relevant_rank"] is None or r["first_relevant_rank"] > 3)
         ]
         fails.sort(key=lambda r: (r["mrr"], r["question_id"]))
-        parts.append(f"\n### {v} · {m}: {len(fails)} questions with no labelled page in the top 3\n\n")
+        parts.append(f"\n### {v} · {m}: questions with no labelled page in the top 3: {len(fails)}\n\n")
         if fails:
             parts.append(
                 _table(
