@@ -82,3 +82,14 @@ def test_a_person_a_list_and_a_condition() -> None:
     assert not states("Ideally, after you identify hazards, you will take steps to reduce them.", "list")
     assert states("Wear hearing protection when noise exceeds 85 dBA.", "condition")
     assert not states("Hearing protection is free of charge.", "condition")
+
+
+def test_a_disclaimer_that_names_no_list_is_not_a_list() -> None:
+    """OSHA 3071's disclaimer was quoted as the answer to "What are the steps of a job
+    hazard analysis?"; a negated "include" enumerates nothing."""
+    disclaimer = (
+        "The job procedures discussed in this booklet are for illustration only and do not "
+        "necessarily include all the steps, hazards, and protections that apply to your industry."
+    )
+    assert not states(disclaimer, "list")
+    assert states("The analysis includes the steps, the hazards and the controls.", "list")

@@ -214,12 +214,19 @@ def numbers(text: str) -> list[str]:
     return [m.group(0).lower() for m in _numbers(text)]
 
 
+#: a negated "include" and the rest of its sentence: a disclaimer, not an enumeration
+_NOT_A_LIST = re.compile(r"\b(?:not|never|n't)\s+(?:\w+\s+)?(?:includes?|including)\b[^.]*", re.IGNORECASE)
+
+
 def states(text: str, kind: str, unit: str = "sentence") -> bool:
     """Whether ``text`` states a fact of ``kind`` (see the module docstring); a list is
     stated by a quoted list or list item (``unit``, see ``text.sentences.Quotable.kind``) too."""
     if kind in _OTHER:
-        if kind == "list" and unit in ("list", "item"):
-            return True
+        if kind == "list":
+            if unit in ("list", "item"):
+                return True
+            # "do not necessarily include all the steps, hazards, and …" disclaims a list
+            text = _NOT_A_LIST.sub(" ", text)
         return _OTHER[kind][1].search(text) is not None
     if kind == "colour":
         return bool(_COLOURS.search(text))
