@@ -10,6 +10,7 @@ import pytest
 from sourcepage.corpus import beir as B
 from sourcepage.evaluation.beir import metrics_from_ranked, run_beir
 from sourcepage.evaluation.runs import read_trec_run
+from sourcepage.ingest import ingest_beir
 from sourcepage.records import parse_page_id
 from sourcepage.retrieval.search import Searcher
 from sourcepage.store.db import Store
@@ -122,7 +123,7 @@ def test_doc_ids_are_safe_unique_and_stable():
 
 def test_ingest_maps_every_id_round_trip(beir_dir, tmp_path):
     store = tmp_path / "store"
-    rep = B.ingest_beir(beir_dir, store, batch_size=7)
+    rep = ingest_beir(beir_dir, store, batch_size=7)
     assert rep.documents == 30 and rep.written == 30 and rep.duplicates == 0
     mapping = B.id_map(store)  # doc_id -> BEIR id
     assert sorted(mapping.values()) == sorted(d[0] for d in _docs())
@@ -151,17 +152,17 @@ def test_ingest_maps_every_id_round_trip(beir_dir, tmp_path):
     assert [r[0] for r in enriched] == [f"Document: {title}\n{text}"]  # one chunk, title header
     st.close()
     # re-ingest: the file is unchanged, nothing is read
-    again = B.ingest_beir(beir_dir, store)
+    again = ingest_beir(beir_dir, store)
     assert again.skipped_unchanged_file and again.unchanged == 30
     # a forced re-ingest reads everything, writes nothing and keeps the ids
-    forced = B.ingest_beir(beir_dir, store, force=True)
+    forced = ingest_beir(beir_dir, store, force=True)
     assert forced.written == 30 and forced.unchanged == 0
     assert B.id_map(store) == mapping
 
 
 def test_ingest_incremental_changes_and_duplicates(beir_dir, tmp_path):
     store = tmp_path / "store"
-    B.ingest_beir(beir_dir, store)
+    ingest_beir(beir_dir, store)
     mapping = B.id_map(store)
     lines = (beir_dir / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     changed = json.loads(lines[3])
@@ -170,7 +171,7 @@ def test_ingest_incremental_changes_and_duplicates(beir_dir, tmp_path):
     del lines[5]  # a removed document
     lines.append(lines[0])  # a duplicate id
     (beir_dir / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    rep = B.ingest_beir(beir_dir, store)
+    rep = ingest_beir(beir_dir, store)
     assert (rep.documents, rep.written, rep.unchanged, rep.removed, rep.duplicates) == (29, 1, 28, 1, 1)
     assert any("appears again" in w for w in rep.warnings)
     assert B.id_map(store) == mapping  # ids never move
@@ -212,7 +213,7 @@ def test_ingest_streams_the_corpus_line_by_line(beir_dir, tmp_path, monkeypatch)
         return real_write(self, *a, **k)
 
     monkeypatch.setattr(Store, "write_document", spy)
-    rep = B.ingest_beir(beir_dir, tmp_path / "store", batch_size=4)
+    rep = ingest_beir(beir_dir, tmp_path / "store", batch_size=4)
     assert rep.documents == 30 and len(read) == 30
     assert at_first_write == [4]
 

@@ -158,7 +158,8 @@ def _ingest_beir(
     with the title only."""
     from dataclasses import replace
 
-    from sourcepage.corpus.beir import BEIR_ENRICH_FIELDS, ingest_beir
+    from sourcepage.corpus.beir import BEIR_ENRICH_FIELDS
+    from sourcepage.ingest import ingest_beir
 
     if not chunk_mode_given:
         settings = replace(settings, chunk=replace(settings.chunk, mode="page"))

@@ -1,5 +1,5 @@
 """BEIR folders: read them; their corpus is ingested into a store, streaming, by
-``ingest_beir`` (the ingest loop of sourcepage.ingest over corpus.sources.BeirSource).
+``sourcepage.ingest.ingest_beir`` (the ingest loop of sourcepage.ingest over corpus.sources.BeirSource).
 
 A BEIR folder (https://github.com/beir-cellar/beir) holds::
 
@@ -43,15 +43,12 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sourcepage.records import Document
 from sourcepage.store.db import Store
 from sourcepage.text.chunk import ChunkConfig
 from sourcepage.text.versions import TextSettings
-
-if TYPE_CHECKING:
-    from sourcepage.ingest import BeirIngestReport
 
 __all__ = [
     "BEIR_DOC_TYPE",
@@ -65,7 +62,6 @@ __all__ = [
     "beir_splits",
     "dataset_name",
     "id_map",
-    "ingest_beir",
     "iter_corpus",
     "iter_jsonl",
     "read_qrels",
@@ -264,28 +260,4 @@ def beir_document(d: BeirDoc, doc_id: str, dataset: str, page_text: str) -> Docu
         license="",
         found_in=f"{dataset}/corpus.jsonl",
         extra={"beir_id": d.beir_id},
-    )
-
-
-def ingest_beir(
-    beir_dir: str | Path,
-    store: str | Path,
-    *,
-    settings: TextSettings | None = None,
-    title_in_text: bool = False,
-    batch_size: int = BATCH_SIZE,
-    force: bool = False,
-    progress: Progress | None = None,
-) -> BeirIngestReport:
-    """Stream ``beir_dir/corpus.jsonl`` into ``store``: :func:`sourcepage.ingest.ingest_beir`."""
-    from sourcepage.ingest import ingest_beir as run
-
-    return run(
-        beir_dir,
-        store,
-        settings=settings,
-        title_in_text=title_in_text,
-        batch_size=batch_size,
-        force=force,
-        progress=progress,
     )

@@ -42,7 +42,6 @@ from sourcepage.corpus.beir import (
     BEIR_SETTINGS,
     dataset_name,
     id_map,
-    ingest_beir,
     read_qrels,
     read_queries,
     trec_id,
@@ -61,6 +60,7 @@ from sourcepage.evaluation.runner import (
     score_query,
 )
 from sourcepage.evaluation.runs import trec_eval_order
+from sourcepage.ingest import ingest_beir
 from sourcepage.records import Ranking
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.settings import IndexSettings

@@ -25,23 +25,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sourcepage.corpus.manifest import sha256_file
-from sourcepage.evaluation.relevance import Qrels, Run, RunHit
+from sourcepage.evaluation.package_checks import Check, corpus_checks, run_checks, segment_rows
 from sourcepage.evaluation.runner import package_versions
-from sourcepage.evaluation.runs import read_trec_qrels, read_trec_run
 from sourcepage.records import TEXT_VERSIONS
 from sourcepage.store.db import Store
 from sourcepage.store.files import atomic_open
 
-__all__ = ["Check", "PackageError", "compare_json", "export", "segment_rows", "verify"]
+__all__ = ["Check", "PackageError", "export", "segment_rows", "verify"]
 
 SCHEMA = 1
 #: run-folder files copied into the package when present
@@ -59,7 +56,6 @@ SETTINGS_KEYS = (
     "depth",
     "chunk_fingerprints",
 )
-TOL = 1e-6
 
 
 class PackageError(ValueError):
@@ -72,21 +68,6 @@ def _sha(data: bytes) -> str:
 
 def _json(obj: Any) -> bytes:
     return (json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
-
-
-def segment_rows(store: Store, version: str) -> list[dict[str, Any]]:
-    """The segment inventory of one text version: id, document, page, spans, size, SHA-256."""
-    return [
-        {
-            "chunk_id": c.chunk_id,
-            "doc_id": c.doc_id,
-            "page": c.page,
-            "spans": [list(s) for s in c.spans],
-            "chars": len(c.text),
-            "sha256": _sha(c.text.encode()),
-        }
-        for c in store.chunks(version)
-    ]
 
 
 def _jsonl(rows: Iterable[Mapping[str, Any]]) -> bytes:
@@ -171,42 +152,6 @@ def export(run_dir: str | Path, out: str | Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- verify
 
 
-@dataclass
-class Check:
-    """One verification: what was checked, whether it held, and the differences."""
-
-    name: str
-    ok: bool = True
-    details: list[str] = field(default_factory=list)
-
-    def fail(self, detail: str) -> None:
-        self.ok = False
-        if len(self.details) < 20:
-            self.details.append(detail)
-        elif len(self.details) == 20:
-            self.details.append("… further differences left out")
-
-
-def compare_json(a: Any, b: Any, path: str, check: Check) -> None:
-    """Compare two JSON values; floats within TOL, NaN equal to NaN."""
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
-                check.fail(f"{path}.{k}: present on one side only")
-            else:
-                compare_json(a[k], b[k], f"{path}.{k}", check)
-    elif isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            check.fail(f"{path}: {len(a)} items vs {len(b)}")
-        for i, (x, y) in enumerate(zip(a, b, strict=False)):
-            compare_json(x, y, f"{path}[{i}]", check)
-    elif isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool):
-        if not (math.isnan(a) and math.isnan(b)) and not abs(a - b) <= TOL * max(1.0, abs(a), abs(b)):
-            check.fail(f"{path}: package {b!r}, re-derived {a!r}")
-    elif a != b:
-        check.fail(f"{path}: package {b!r}, re-derived {a!r}")
-
-
 def _open(package: Path) -> tuple[dict[str, bytes], Check]:
     try:
         with zipfile.ZipFile(package) as z:
@@ -230,8 +175,6 @@ def _open(package: Path) -> tuple[dict[str, bytes], Check]:
 def verify(package: str | Path, corpus: str | Path | None = None, rerank: bool = False) -> list[Check]:
     """Re-derive everything the package allows (see the module doc); every Check that
     found a difference has ``ok`` False and says what differs."""
-    from sourcepage.evaluation.package_checks import corpus_checks, run_checks
-
     data, sums = _open(Path(package))
     with tempfile.TemporaryDirectory(prefix="sourcepage-verify-") as tmp:
         folder = Path(tmp)
@@ -243,16 +186,3 @@ def verify(package: str | Path, corpus: str | Path | None = None, rerank: bool =
         if corpus is not None:
             checks += corpus_checks(folder, Path(corpus), rerank)
     return checks
-
-
-def trec_run(path: Path, version: str, method: str) -> Run:
-    """A TREC run file as a Run (docno = page)."""
-    return Run(
-        {q: [RunHit(d, s, d) for d, s in hits] for q, hits in read_trec_run(path).items()},
-        text_version=version,
-        method=method,
-    )
-
-
-def qrels_file(path: Path) -> Qrels:
-    return Qrels(read_trec_qrels(path))

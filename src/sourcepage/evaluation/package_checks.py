@@ -8,20 +8,91 @@ recorded settings, and (``rerank``) every ranking re-derived from that store.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sourcepage.corpus.manifest import sha256_file
 from sourcepage.evaluation.experiment import Design, QuestionsBenchmark, metrics_from_ranked
-from sourcepage.evaluation.package import Check, compare_json, qrels_file, segment_rows, trec_run
 from sourcepage.evaluation.questions import read_questions
-from sourcepage.evaluation.relevance import Qrels, Run, run_name
+from sourcepage.evaluation.relevance import Qrels, Run, RunHit, run_name
 from sourcepage.evaluation.runner import Context, score_run, statistics
+from sourcepage.evaluation.runs import read_trec_qrels, read_trec_run
 from sourcepage.records import TEXT_VERSIONS, Question
+from sourcepage.store.db import Store
+
+TOL = 1e-6
+
+
+def segment_rows(store: Store, version: str) -> list[dict[str, Any]]:
+    """The segment inventory of one text version: id, document, page, spans, size, SHA-256."""
+    return [
+        {
+            "chunk_id": c.chunk_id,
+            "doc_id": c.doc_id,
+            "page": c.page,
+            "spans": [list(s) for s in c.spans],
+            "chars": len(c.text),
+            "sha256": hashlib.sha256(c.text.encode()).hexdigest(),
+        }
+        for c in store.chunks(version)
+    ]
+
+
+@dataclass
+class Check:
+    """One verification: what was checked, whether it held, and the differences."""
+
+    name: str
+    ok: bool = True
+    details: list[str] = field(default_factory=list)
+
+    def fail(self, detail: str) -> None:
+        self.ok = False
+        if len(self.details) < 20:
+            self.details.append(detail)
+        elif len(self.details) == 20:
+            self.details.append("… further differences left out")
+
+
+def compare_json(a: Any, b: Any, path: str, check: Check) -> None:
+    """Compare two JSON values; floats within TOL, NaN equal to NaN."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                check.fail(f"{path}.{k}: present on one side only")
+            else:
+                compare_json(a[k], b[k], f"{path}.{k}", check)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            check.fail(f"{path}: {len(a)} items vs {len(b)}")
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            compare_json(x, y, f"{path}[{i}]", check)
+    elif isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool):
+        if not (math.isnan(a) and math.isnan(b)) and not abs(a - b) <= TOL * max(1.0, abs(a), abs(b)):
+            check.fail(f"{path}: package {b!r}, re-derived {a!r}")
+    elif a != b:
+        check.fail(f"{path}: package {b!r}, re-derived {a!r}")
+
+
+def trec_run(path: Path, version: str, method: str) -> Run:
+    """A TREC run file as a Run (docno = page)."""
+    return Run(
+        {q: [RunHit(d, s, d) for d, s in hits] for q, hits in read_trec_run(path).items()},
+        text_version=version,
+        method=method,
+    )
+
+
+def qrels_file(path: Path) -> Qrels:
+    return Qrels(read_trec_qrels(path))
+
+
 
 __all__ = ["corpus_checks", "run_checks"]
 
