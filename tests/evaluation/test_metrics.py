@@ -271,6 +271,7 @@ def test_cross_check_ir_measures():
     assert table["mrr@20"] == per_question(qrels, run, ["mrr"])["mrr"]
 
 
+@pytest.mark.slow
 def test_cross_check_ranx():
     """ranx agrees to 1e-9; ranx ``ndcg`` is Järvelin's nDCG with linear gains (the
     same as trec_eval), ``ndcg_burges`` would be the 2^g - 1 variant.

@@ -196,6 +196,7 @@ def test_ir_measures_rescores_written_files(tmp_path):
     assert ours["ndcg@10"] != pytest.approx(ours["ndcg_graded@10"], abs=1e-6)  # the two really differ
 
 
+@pytest.mark.slow
 def test_ranx_rescores_written_files(tmp_path):
     """ranx, loading the same files, equals our metrics (ranx ``ndcg`` has linear gains)."""
     ranx = pytest.importorskip("ranx")
@@ -258,6 +259,7 @@ def test_tied_scores_trec_eval_reorders_and_metrics_can_change(tmp_path):
     assert changed > 0  # ties do change some per-question values: see runs.py docstring
 
 
+@pytest.mark.slow
 def test_ranx_keeps_distinct_score_order(tmp_path):
     """With distinct scores every tool sees exactly our order."""
     ranx = pytest.importorskip("ranx")
