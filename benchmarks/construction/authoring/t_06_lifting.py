@@ -1,7 +1,7 @@
 def L(**k):
     k.setdefault('topic', 'lifting'); k.setdefault('phase', 'structure'); k.setdefault('wp', 'lifting'); return k
 def P(**k):
-    k.setdefault('topic', 'precast_tiltup'); k.setdefault('phase', 'structure'); k.setdefault('wp', 'precast_tiltup;lifting'); k.setdefault('names', 'AU'); return k
+    k.setdefault('topic', 'precast_tiltup'); k.setdefault('phase', 'structure'); k.setdefault('wp', 'precast_tiltup;lifting'); return k
 QS = [
 L(id='CL01', q="According to HSG150, what three key elements does a safe lifting operation with a mobile crane depend on, and who should take charge?", type='direct', jur='UK', names='UK',
   a="The lift must be properly planned by a competent person (the 'appointed person'), appropriately supervised by a competent crane supervisor, and carried out in a safe manner; every lift should be planned and done by trained competent people, with someone other than the crane operator appointed to take charge and control the operation.",
@@ -16,11 +16,11 @@ L(id='CL03', q="What is the difference between hiring a crane and a contract lif
   a="In a contract lift the crane hire company plans and supervises the lifting operation and is responsible for carrying it out safely; with crane hire the operator works to your instructions and you are responsible for writing the lift plan, supervising the lift (with your own competent person, not the crane operator) and ensuring it is done safely.",
   pts=["contract lift: hire company plans, supervises and is responsible", "crane hire: you write the lift plan, supervise and are responsible", "supervisor provided by you, not the crane operator"],
   ev=[('hsg#p70', 2, 'With a contract lift, the crane hire company will plan and supervise the lifting operation and will be responsible for ensuring it is carried out in a safe manner.')]),
-L(id='CL04', q="A crane contacts a live overhead power line while erecting panels. What should the crane operator do?", type='scenario', wp='lifting;electrical', names='AU',
+L(id='CL04', q="A crane contacts a live overhead power line while erecting panels. What should the crane operator do?", type='scenario', wp='lifting;electrical',
   a="Stay inside the cabin; warn everyone to keep away and not touch the crane, rigging, tail ropes or load; try unaided to move the crane clear of the line, else stay in the cab; have someone inform the electricity distribution authority and take no action until it confirms conditions are safe; only if fire or another life-threatening emergency forces you out, jump clear without touching the crane and ground together, then shuffle or hop away with small steps; keep someone at a safe distance to warn others.",
   pts=["remain inside the cabin", "warn others not to touch crane, rigging or load", "try to move the crane clear unaided", "inform the electricity authority; wait for confirmation", "if you must leave, jump clear, don't touch crane and ground; shuffle away with small steps"],
   ev=[('pre#p58', 2, 'In the event that the crane does contact live power lines, or arcing occurs, the crane operator should observe the following precautions: > remain inside the cabin')]),
-L(id='CL05', q="In what order of priority should controls be applied when a crane must operate near overhead power lines on a precast job?", type='procedural', wp='lifting;electrical', names='AU',
+L(id='CL05', q="In what order of priority should controls be applied when a crane must operate near overhead power lines on a precast job?", type='procedural', wp='lifting;electrical',
   a="1) isolate the power to the overhead lines; 2) fit limiting devices to the crane to stop the jib entering the danger zone (more suited to tower cranes); if neither is possible: 3) slow the normal cycle of operation, 4) have the power supplier attach non-conductive visual aids such as tiger tails, and 5) appoint a dedicated spotter to warn the operator near the danger zone boundary. Where not isolated, lines are treated as live.",
   pts=["isolate power to the lines", "limiting devices on cranes", "slow the cycle of operation", "tiger tails / visual aids", "dedicated spotter", "treat lines as live without isolation permit"],
   ev=[('pre#p57', 2, 'the following controls may be put in place in order of priority: 1. the power to the overhead powerlines should be isolated'),

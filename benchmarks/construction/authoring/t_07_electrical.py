@@ -14,7 +14,7 @@ X(id='CX03', q="How far should a crane or other plant stay from an overhead powe
   pts=["15 m plus jib length for steel towers", "9 m plus jib length for wooden poles", "ground-level barriers; high-visibility barriers at least 6 m away", "marked crossing points; no storage under lines"],
   ev=[('hsg#p96', 2, '15 m (plus the length of the jib) if the lines are suspended from steel towers; or ■ 9 m (plus the length of the jib) if the lines are supported on wooden poles.'),
       ('hsg#p97', 1, 'erect high-visibility barriers at least 6 m away, to prevent inadvertent approach by other site vehicles')]),
-X(id='CX04', q="Which site operations most commonly lead to contact with overhead power lines, and what should be done first to avoid it?", type='direct', jur='UK', names='UK', wp='electrical;plant',
+X(id='CX04', q="Which site operations most commonly lead to contact with overhead power lines, and what should be done first to avoid it?", type='direct', jur='UK', wp='electrical;plant',
   a="Operating cranes and lifting equipment, raising tipper bodies, operating excavators and earth-moving plant, handling long items such as scaffold tubes, roof sheets and ladders, and using MEWPs. Work should be done well clear of the line; otherwise the line must be made dead (or isolated/re-routed by the supplier) or precautions taken, and the work altered where possible (e.g. shorter tubes or sheets).",
   pts=["cranes/lifting equipment; tipper lorries; excavators", "long items such as scaffold tubes, roof sheets, ladders; MEWPs", "work clear of the line, or line made dead, or precautions"],
   ev=[('hsg#p96', 2, 'The most common operations leading to contact with overhead lines are:')]),

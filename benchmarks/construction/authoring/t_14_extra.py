@@ -23,12 +23,12 @@ dict(id='CK04', q="Compare the clearance HSG150 requires between plant and overh
   pts=["HSG150: 15 m plus jib (steel towers)", "HSG150: 9 m plus jib (wooden poles)", "SWA swing stage: 4 metres including ropes"],
   ev=[('hsg#p96', 1, '15 m (plus the length of the jib) if the lines are suspended from steel towers'),
       ('sws#p4', 1, 'no part of the suspended scaffold including suspension and secondary ropes should be closer than 4 metres to an overhead electric line.')]),
-dict(id='CK05', q="What minimum lighting levels does Safe Work Australia's construction code suggest for access ways and for typical building work?", topic='procedures', type='direct', phase='all', wp='general', jur='AU;AU-NSW',
+dict(id='CK05', q="What minimum lighting levels do the Australian construction work codes suggest for access ways and for typical building work?", topic='procedures', type='direct', phase='all', wp='general', names='AU;AU-NSW',
   a="General access ways and base lighting to rooms and stairways: 40 lux; typical building work such as bricklaying, plastering, gyprock and electrical: 160 lux. If adequate lighting cannot be provided, the area should be locked out and not used.",
   pts=["access ways and stairways: 40 lux", "typical building work: 160 lux", "lock out areas without adequate lighting"],
   ev=[('acw#p85', 2, 'general access ways and base lighting to rooms, stairways: 40 LUX ... 160 LUX.'),
       ('ncw#p78', 2, 'general access ways and base lighting to rooms, stairways: 40 LUX ... 160 LUX.')]),
-dict(id='CK06', q="When should the torque of brace bolts on temporarily braced tilt-up panels be checked?", topic='precast_tiltup', type='direct', phase='structure', wp='precast_tiltup;temporary_works', names='AU',
+dict(id='CK06', q="When should the torque of brace bolts on temporarily braced tilt-up panels be checked?", topic='precast_tiltup', type='direct', phase='structure', wp='precast_tiltup;temporary_works',
   a="Check brace bolt torque 24 hours after erection (unless the anchor manufacturer instructs otherwise) and again at intervals set at the erection planning stage, especially after high winds; braces, inserts, fixings and connections should be inspected regularly.",
   pts=["24 hours after erection", "again at intervals set at planning", "especially after high winds"],
   ev=[('pre#p53', 2, 'The torque of the brace bolts should be checked 24 hours after erection, unless otherwise instructed by the anchor manufacturer'),
@@ -40,7 +40,7 @@ QS.append(dict(id='CK07', q="On a UK construction site, when should hot work suc
   ev=[('hsg#p18', 2, 'Stop hot working an hour before people go home, as this will allow more time for smouldering fires to be identified;'),
       ('hsg#p109', 1, 'Fence off hot work, such as welding or the use of disc cutters, to contain dust and sparks.'),
       ('hsg#p19', 1, 'As well as providing fire extinguishers for hot work, fire extinguishers should be located at identified fire points around the site.')]))
-QS.append(dict(id='CK08', q="How often should portable electrical equipment and RCDs used with a swing stage scaffold be inspected and tested, and how often must the cradle and suspension system be inspected?", topic='electrical', type='direct', phase='envelope', wp='electrical;scaffolding', names='AU',
+QS.append(dict(id='CK08', q="How often should portable electrical equipment and RCDs used with a swing stage scaffold be inspected and tested, and how often must the cradle and suspension system be inspected?", topic='electrical', type='direct', phase='envelope', wp='electrical;scaffolding',
   a="Portable electrical equipment should be inspected and tested every three months and RCDs tested for trip time and trip current monthly; a competent person must inspect the cradle and suspension system, including electrical equipment such as hoists and cabling, at least every 30 days if the scaffold has been on site unaltered.",
   pts=["portable electrical equipment inspected and tested every three months", "RCDs tested for trip time and current monthly", "cradle and suspension system incl. hoists and cabling inspected at least every 30 days"],
   ev=[('sws#p9', 2, 'Portable electrical equipment should be inspected and tested every three months while the RCD protection devices should be tested for trip time and trip current, monthly.')]))
