@@ -34,7 +34,7 @@ S(id='CS05', q="Can sand bags, bricks or rolls of roofing felt be used as counte
   pts=["no: sand, masonry units or roofing felt cannot be used", "only items designed as counterweights; not flowable material", "secured mechanically to outrigger beams", "resist four times the tipping moment", "lifelines not fastened to counterweights"],
   ev=[('sc#p10', 2, 'Can sand, masonry units, or rolls of roofing felt be used for counterweights? No. Such materials cannot be used as counterweights.'),
       ('sc#p36', 1, 'Counterweights shall be made of non-flowable material.'),
-      ('sc#p37', 2, 'sonry units and rolls of roofing felt, shall not be used as counterweights.')], names='US'),
+      ('sc#p37', 2, 'Construction materials such as, but not limited to, masonry units and rolls of roofing felt, shall not be used as counterweights.')], names='US'),
 S(id='CS06', q="Who may erect or dismantle a suspended swing-stage scaffold in Australia, and what must they have before starting?", type='direct',
   a="The person carrying out or directly supervising erection, dismantling or modification of a suspended scaffold must hold an Advanced Scaffolding or Advanced Rigging high risk work licence, and should have a copy of the design plan specifying the rigging requirements, including the number, size and positioning of counterweights, before erecting or modifying it.",
   pts=["Advanced Scaffolding or Advanced Rigging high risk work licence", "copy of the design plan with rigging requirements and counterweights"],

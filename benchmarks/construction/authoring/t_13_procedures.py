@@ -23,7 +23,7 @@ B(id='CB02', q="A new labourer starts on an Australian construction site tomorro
   ev=[('acw#p39', 2, 'If a worker has not successfully completed the general construction induction training or successfully completed general construction induction training more than two years ago and has not carried out construction work in the last two years'),
       ('ncw#p33', 2, 'If a worker has not successfully completed the general construction induction training or successfully completed general construction induction training more than two years ago and has not carried out construction work in the last two years'),
       ('dem#p25', 1, 'must not direct or allow a worker to carry out construction work unless the worker has successfully completed general construction induction training.'),
-      ('afl#p11', 1, 'rect or allow a worker to carry out construction work unless the worker has successfully completed general construction induction training.'),
+      ('afl#p11', 1, 'You must not direct or allow a worker to carry out construction work unless the worker has successfully completed general construction induction training.'),
       ('qfw#p9', 2, 'the worker completed the training more than 2 years previously—the worker has carried out construction work in the preceding 2 years.'),
       ('nfw#p20', 1, 'A PCBU must ensure that anyone undertaking construction work has successfully completed general construction induction training.')]),
 B(id='CB03', q="What should a demolition plan include when several contractors are involved in demolishing a building?", type='procedural', phase='demolition', wp='demolition;coordination',
