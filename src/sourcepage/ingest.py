@@ -41,7 +41,8 @@ from sourcepage.executor import Executor, LimitedPool
 from sourcepage.limits import EXTRACT_LIMITS, LimitExceeded, Limits
 from sourcepage.records import TEXT_VERSIONS, Document
 from sourcepage.store.db import Store
-from sourcepage.text.versions import TextSettings, build_versions
+from sourcepage.store.lock import writer_lock
+from sourcepage.text.versions import TextSettings, build_versions, check_enrich_fields
 
 Progress = Callable[[int, int, str], None]
 #: a batch of files smaller than this is extracted in process when ``workers`` is None
@@ -189,6 +190,7 @@ def ingest(
         settings=settings or TextSettings(),
         allow_checksum_mismatch=allow_checksum_mismatch,
     )
+    check_enrich_fields(source.settings.enrich_fields, [c for m in source.manifests for c in m.extra_columns])
     report = IngestReport(store=str(store), engine=engine)
     run(
         source,
@@ -246,6 +248,22 @@ def run(
     ``progress(done, total, doc_id)`` follows the extracted documents of each batch.
     """
     t0 = time.perf_counter() if started is None else started
+    with writer_lock(store, source.command):
+        return _run_locked(source, store, report, force, workers, progress, executor, t0, limits)
+
+
+def _run_locked(
+    source: Source,
+    store: str | Path,
+    report: Report,
+    force: bool,
+    workers: int | None,
+    progress: Progress | None,
+    executor: Executor | None,
+    t0: float,
+    limits: Limits,
+) -> Report:
+    """:func:`run` while holding the store's writer lock."""
     st = Store(store, create=True)
     try:
         if not force and source.unchanged(st):
@@ -460,6 +478,14 @@ class _Loop:
             st.record_failure(conn, doc, msg)
             st.warn(conn, self.run_id, doc.doc_id, "extract", msg)
             self.report.note_failed(doc.doc_id, msg)
+            return
+        read = result.extracted.sha256 if isinstance(result, Prepared) else result.sha256
+        if read and doc.sha256 and read != doc.sha256:
+            changed = ExtractionError(
+                f"the file changed during ingest: its manifest row was checked against SHA-256 {doc.sha256}, "
+                f"the bytes extracted have {read}; nothing stored, run ingest again"
+            )
+            self._write(conn, c, changed)
             return
         if isinstance(result, Prepared):
             audits, cleaned, chunks, result = result.audits, result.cleaned, result.chunks, result.extracted

@@ -82,7 +82,7 @@ ENGINE = "beir"
 
 Progress = Callable[[int, int, str], None]
 
-_VALID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_VALID = re.compile(r"^[a-z0-9][a-z0-9_-]*\Z")
 _OTHER = re.compile(r"[^a-z0-9_-]+")
 _SPACE = re.compile(r"\s")
 _MAX_SLUG = 60

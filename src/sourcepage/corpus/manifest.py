@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sourcepage.records import MANIFEST_COLUMNS, Document
 
-DOC_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+DOC_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*\Z")
 ROLES = ("primary", "supporting")
 
 

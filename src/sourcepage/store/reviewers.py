@@ -35,7 +35,7 @@ __all__ = [
 
 DB_NAME = "reviewers.sqlite"
 #: a reviewer name: what the review log and the judgments record
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 TOKEN_PREFIX = "sp_"
 
 _SCHEMA = """
