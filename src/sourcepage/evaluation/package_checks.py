@@ -21,6 +21,7 @@ from sourcepage.evaluation.package import Check, compare_json, qrels_file, segme
 from sourcepage.evaluation.questions import read_questions
 from sourcepage.evaluation.relevance import Qrels, Run, run_name
 from sourcepage.evaluation.runner import Context, score_run, statistics
+from sourcepage.jsonl import jsonl_lines
 from sourcepage.records import TEXT_VERSIONS, Question
 
 __all__ = ["corpus_checks", "run_checks"]
@@ -33,8 +34,7 @@ def _read_json(path: Path) -> Any:
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return [json.loads(line) for _, _, line in jsonl_lines(path) if line.strip()]
 
 
 def _runs(folder: Path, keys: Sequence[Key], check: Check) -> dict[Key, Run]:
