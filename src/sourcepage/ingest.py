@@ -27,12 +27,13 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from sourcepage.corpus.audit import audit_page, refresh_contents_flags
+from sourcepage.corpus.audit import audit_page, refresh_contents_flags, unmapped_glyphs
 from sourcepage.corpus.beir import BATCH_SIZE, BEIR_SETTINGS
 from sourcepage.corpus.extract import Extracted, ExtractionError
 from sourcepage.corpus.sources import BeirSource, Candidate, ManifestSource, Removed, Source
@@ -248,24 +249,8 @@ def run(
     ``progress(done, total, doc_id)`` follows the extracted documents of each batch.
     """
     t0 = time.perf_counter() if started is None else started
-    with writer_lock(store, source.command):
-        return _run_locked(source, store, report, force, workers, progress, executor, t0, limits)
-
-
-def _run_locked(
-    source: Source,
-    store: str | Path,
-    report: Report,
-    force: bool,
-    workers: int | None,
-    progress: Progress | None,
-    executor: Executor | None,
-    t0: float,
-    limits: Limits,
-) -> Report:
-    """:func:`run` while holding the store's writer lock."""
-    st = Store(store, create=True)
-    try:
+    # one ingest at a time (StoreBusy for the second): two at once left a store matching neither
+    with writer_lock(store, source.command), closing(Store(store, create=True)) as st:
         if not force and source.unchanged(st):
             report.note_skipped(st.document_count())
             report.chunks = st.chunk_counts()
@@ -287,8 +272,6 @@ def _run_locked(
             raise
         finally:
             loop.close()
-    finally:
-        st.close()
 
 
 #: what the extraction workers import once, in the forkserver
@@ -501,6 +484,12 @@ class _Loop:
             chunks=chunks,
             seconds=result.seconds,
         )
+        garbled = [n for n, t in enumerate(result.texts, 1) if unmapped_glyphs(t)]
+        if garbled:
+            shown = ", ".join(map(str, garbled[:10])) + (" …" if len(garbled) > 10 else "")
+            msg = f"page(s) {shown}: mostly control or private-use characters (a font without a Unicode map)"
+            st.warn(conn, self.run_id, doc.doc_id, "glyphs", msg)
+            self.report.note_warning("glyphs", f"{doc.doc_id}: {msg}")
         if doc.pages and doc.pages.isdigit() and int(doc.pages) != len(result.texts):
             msg = f"manifest says {doc.pages} pages, the PDF has {len(result.texts)}"
             st.warn(conn, self.run_id, doc.doc_id, "pages", msg)
