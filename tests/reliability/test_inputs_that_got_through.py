@@ -222,3 +222,90 @@ def test_judge_refuses_names_reviewer_add_refuses(indexed_store: Path, tmp_path:
         cli, ["judge", "--questions", str(q), "--store", str(indexed_store), "--reviewer", name]
     )
     assert res.exit_code == 2 and "reviewer name" in res.output, res.output
+
+
+def test_calibration_cross_validates_at_its_stated_minimum() -> None:
+    """``check_classes`` accepts MIN_PER_CLASS of each class; the cross-validation must
+    then run (before: scikit-learn's n_splits error after the features were computed)."""
+    import numpy as np
+
+    from sourcepage.evaluation.questions import question_from_dict
+    from sourcepage.support.calibrate import MIN_PER_CLASS, check_classes, cross_validate
+    from sourcepage.support.features import CLASSIFIER_FEATURES
+
+    rng = np.random.default_rng(42)
+    qs, rows = [], []
+    for i in range(2 * MIN_PER_CLASS):
+        ok = i < MIN_PER_CLASS
+        qs.append(
+            question_from_dict(
+                {
+                    "id": f"Q{i}",
+                    "question": f"question {i}?",
+                    "topic": "loto",
+                    "type": "direct",
+                    "answerability": "answerable" if ok else "unsupported",
+                    "evidence": [{"page": PAGE, "grade": 2}] if ok else [],
+                }
+            )
+        )
+        rows.append({f: float(rng.normal(1.0 if ok else 0.0)) for f in CLASSIFIER_FEATURES})
+    check_classes(qs)
+    res = cross_validate(rows, qs, {"bm25": [1.0] * len(qs)})
+    assert res["folds"] >= 2
+
+
+def test_pages_of_unmapped_glyphs_are_warned(fresh_corpus: Path, tmp_path: Path) -> None:
+    """A page whose text is glyph codes (a font without a Unicode map) is flagged."""
+    kit.raw_pdf(fresh_corpus / "pdf" / "glyphs.pdf", [kit.text_stream("\x01\x02\x03\x04\x05\x06 " * 12)])
+    rows = list(csv.DictReader((fresh_corpus / "manifest.csv").open(encoding="utf-8")))
+    row = dict(rows[0], doc_id="glyphs", file="glyphs.pdf", sha256="", pages="")
+    with (fresh_corpus / "manifest.csv").open("a", encoding="utf-8", newline="") as f:
+        csv.DictWriter(f, fieldnames=list(rows[0])).writerow(row)
+    report = ingest(fresh_corpus, tmp_path / "s", workers=1, allow_checksum_mismatch=True)
+    assert any(w.startswith("glyphs: ") or "glyphs:" in w for w in report.warnings), report.warnings
+
+
+@pytest.mark.parametrize("case", ["judge_db_text_file", "corrupt_store", "eval_out_is_a_file"])
+def test_clean_errors_instead_of_tracebacks(
+    indexed_store: Path, safety_corpus: Path, tmp_path: Path, case: str
+):
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n" * 10)
+    q = tmp_path / "q.jsonl"
+    q.write_text(
+        json.dumps(
+            {
+                "id": "Q1",
+                "question": "How do workers use a group lockbox?",
+                "topic": "loto",
+                "type": "direct",
+                "answerability": "answerable",
+                "evidence": [{"page": PAGE, "grade": 2}],
+            }
+        )
+        + "\n"
+    )
+    if case == "judge_db_text_file":
+        args = [
+            "judge",
+            "--questions",
+            str(q),
+            "--store",
+            str(indexed_store),
+            "--reviewer",
+            "ann",
+            "--db",
+            str(text),
+        ]
+    elif case == "corrupt_store":
+        bad = tmp_path / "bad"
+        bad.mkdir()
+        (bad / "store.sqlite").write_bytes(b"garbage" * 1000)
+        args = ["search", "lockout", "--store", str(bad)]
+    else:
+        args = ["eval", "--corpus", str(safety_corpus), "--questions", str(q), "--out", str(text)]
+    proc = kit.cli(*args)
+    out, errs = proc.communicate(timeout=300)
+    assert proc.returncode == 2, out + errs
+    assert "Traceback" not in errs and errs.startswith("error:"), errs
