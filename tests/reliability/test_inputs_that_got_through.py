@@ -140,8 +140,9 @@ def test_security_headers(client: TestClient) -> None:
 
 
 def test_two_host_headers_get_400(client: TestClient) -> None:
-    r = client.get("/health", headers=[("host", "127.0.0.1:8000"), ("host", "evil.example")])
-    assert r.status_code == 400
+    for hosts in (["evil.example", "127.0.0.1:8000"], ["127.0.0.1:8000", "evil.example"]):
+        r = client.get("/health", headers=[("host", h) for h in hosts])
+        assert r.status_code == 400, hosts
 
 
 def test_a_truncated_index_gives_409_naming_the_index_command(indexed_store: Path) -> None:

@@ -306,6 +306,32 @@ def _mix_client(
         out.append((kind, (time.perf_counter() - t0) * 1000, status == want, status))
 
 
+def _warm_up(port: int, workers: int) -> float:
+    """Seconds until searches answer: two concurrent searches per worker, each waited for
+    up to 10 minutes (a cold worker loads its indexes and the answer policy's sentence
+    model on its first search: over a minute on a busy machine, longer than the load's
+    60-second client timeout)."""
+    body = json.dumps({"question": QUESTIONS[0], "method": "bm25", "k": 10}).encode()
+
+    def one() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        try:
+            conn.request("POST", "/search", body=body, headers={"Content-Type": "application/json"})
+            conn.getresponse().read()
+        except (OSError, http.client.HTTPException):
+            pass
+        finally:
+            conn.close()
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=one, daemon=True) for _ in range(2 * max(1, workers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(660)
+    return round(time.perf_counter() - t0, 2)
+
+
 def _sign_in(port: int, store: Path) -> dict[str, str]:
     """Create the reviewer ``bench-load`` (a new token), sign in through ``/login`` and
     read the session's CSRF token from the search page: what a reviewer's browser does."""
@@ -376,6 +402,7 @@ def run_load(
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as r:
             images = bool(json.loads(r.read())["page_images"])
+        extra["warm_up_seconds"] = _warm_up(port, workers)
         mix = _requests(pages, images, _sign_in(port, store) if writes else None)
         results: list[list[tuple[str, float, bool, int]]] = [[] for _ in range(clients)]
         t0 = time.perf_counter()
