@@ -43,7 +43,10 @@ class SearchService:
     def __init__(self, store: str | Path, version: str = "raw", build: bool = True):
         self.path = Path(store)
         self.version = version
-        self.searcher = Searcher(Store(store), version, auto_build=build)
+        # the web service (build=False) never writes the store: not even the embedding
+        # cache of a rerank (a GET must change nothing); its vectors stay in memory
+        db = Store(store) if build else Store(store).read_only()
+        self.searcher = Searcher(db, version, auto_build=build)
         self.stamp = self.searcher.store.content_stamp()
         self.policy_stamp = policy_stamp(self.path, version)
         self.policy, self.policy_note = store_policy(
@@ -299,7 +302,10 @@ def service(store: str | Path, version: str = "raw", build: bool = True) -> Sear
                 svc.policy_stamp
             ):
                 return svc
-            svc.searcher.store.close()
+            # The old service is only dropped, never closed: a search in another thread may
+            # still hold it (closing its connection there failed that search, and closing a
+            # connection in use crashed libsqlite3). Its connection closes when the last
+            # holder lets go of it (sqlite3 closes a connection when it is freed).
         svc = _services[key] = SearchService(store, version, build)
         return svc
 

@@ -27,12 +27,13 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from sourcepage.corpus.audit import audit_page, refresh_contents_flags
+from sourcepage.corpus.audit import audit_page, refresh_contents_flags, unmapped_glyphs
 from sourcepage.corpus.beir import BATCH_SIZE, BEIR_SETTINGS
 from sourcepage.corpus.extract import Extracted, ExtractionError
 from sourcepage.corpus.sources import BeirSource, Candidate, ManifestSource, Removed, Source
@@ -41,7 +42,8 @@ from sourcepage.executor import Executor, LimitedPool
 from sourcepage.limits import EXTRACT_LIMITS, LimitExceeded, Limits
 from sourcepage.records import TEXT_VERSIONS, Document
 from sourcepage.store.db import Store
-from sourcepage.text.versions import TextSettings, build_versions
+from sourcepage.store.lock import writer_lock
+from sourcepage.text.versions import TextSettings, build_versions, check_enrich_fields
 
 Progress = Callable[[int, int, str], None]
 #: a batch of files smaller than this is extracted in process when ``workers`` is None
@@ -189,6 +191,7 @@ def ingest(
         settings=settings or TextSettings(),
         allow_checksum_mismatch=allow_checksum_mismatch,
     )
+    check_enrich_fields(source.settings.enrich_fields, [c for m in source.manifests for c in m.extra_columns])
     report = IngestReport(store=str(store), engine=engine)
     run(
         source,
@@ -246,8 +249,8 @@ def run(
     ``progress(done, total, doc_id)`` follows the extracted documents of each batch.
     """
     t0 = time.perf_counter() if started is None else started
-    st = Store(store, create=True)
-    try:
+    # one ingest at a time (StoreBusy for the second): two at once left a store matching neither
+    with writer_lock(store, source.command), closing(Store(store, create=True)) as st:
         if not force and source.unchanged(st):
             report.note_skipped(st.document_count())
             report.chunks = st.chunk_counts()
@@ -269,8 +272,6 @@ def run(
             raise
         finally:
             loop.close()
-    finally:
-        st.close()
 
 
 #: what the extraction workers import once, in the forkserver
@@ -461,6 +462,14 @@ class _Loop:
             st.warn(conn, self.run_id, doc.doc_id, "extract", msg)
             self.report.note_failed(doc.doc_id, msg)
             return
+        read = result.extracted.sha256 if isinstance(result, Prepared) else result.sha256
+        if read and doc.sha256 and read != doc.sha256:
+            changed = ExtractionError(
+                f"the file changed during ingest: its manifest row was checked against SHA-256 {doc.sha256}, "
+                f"the bytes extracted have {read}; nothing stored, run ingest again"
+            )
+            self._write(conn, c, changed)
+            return
         if isinstance(result, Prepared):
             audits, cleaned, chunks, result = result.audits, result.cleaned, result.chunks, result.extracted
         else:
@@ -475,6 +484,12 @@ class _Loop:
             chunks=chunks,
             seconds=result.seconds,
         )
+        garbled = [n for n, t in enumerate(result.texts, 1) if unmapped_glyphs(t)]
+        if garbled:
+            shown = ", ".join(map(str, garbled[:10])) + (" …" if len(garbled) > 10 else "")
+            msg = f"page(s) {shown}: mostly control or private-use characters (a font without a Unicode map)"
+            st.warn(conn, self.run_id, doc.doc_id, "glyphs", msg)
+            self.report.note_warning("glyphs", f"{doc.doc_id}: {msg}")
         if doc.pages and doc.pages.isdigit() and int(doc.pages) != len(result.texts):
             msg = f"manifest says {doc.pages} pages, the PDF has {len(result.texts)}"
             st.warn(conn, self.run_id, doc.doc_id, "pages", msg)

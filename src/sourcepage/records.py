@@ -33,7 +33,7 @@ TEXT_VERSIONS: tuple[str, ...] = ("raw", "cleaned", "enriched")
 
 #: the largest page number a page id may carry (a document has far fewer pages)
 MAX_PAGE_NUMBER = 10_000_000
-_PAGE_ID = re.compile(r"^(?P<doc>[a-z0-9][a-z0-9_-]*)#p(?P<n>[1-9][0-9]*)$")
+_PAGE_ID = re.compile(r"^(?P<doc>[a-z0-9][a-z0-9_-]*)#p(?P<n>[1-9][0-9]*)\Z")
 
 
 def page_id(doc_id: str, number: int) -> str:

@@ -81,7 +81,7 @@ PDF_CASES = {
     "image-only": "image-only PDF",
     "inflation-bomb": "memory limit of 256 MiB",
     "too-many-pages": "4100 pages, over the page limit of 4000",
-    "zero-pages": "unreadable PDF",
+    "zero-pages": "PDF has no pages",  # was "unreadable PDF (Failed to load document (PDFium: Success))"
     "latin1-text": "not a UTF-8 text file",
     "empty-text": "empty file",
     "blank-text": "text-less file",

@@ -49,4 +49,31 @@ app.command()(package.verify)
 
 
 def main() -> None:
-    app()
+    """The ``sourcepage`` command. A failure that reaches here without a message of its
+    own (a damaged or foreign database file, a full disk, a path that is a file where a
+    folder is needed, input nested too deeply) ends with one ``error:`` line and exit
+    status 2, not a traceback."""
+    import errno
+    import sqlite3
+    import sys
+
+    try:
+        app()
+    except sqlite3.DatabaseError as e:
+        why = f"a database file is damaged or is not a sourcepage database (sqlite: {e})"
+        _exit(why)
+    except OSError as e:
+        full = e.errno in (errno.ENOSPC, errno.EDQUOT)
+        _exit(f"the disk is full: {e}" if full else str(e))
+    except RecursionError:
+        _exit("the input is nested too deeply to read")
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+def _exit(message: str) -> None:
+    from sourcepage.cli._common import err
+
+    err.print("error: " + message, markup=False, highlight=False, soft_wrap=True)
+    raise SystemExit(2)

@@ -8,8 +8,9 @@ a markup string.
 
 from __future__ import annotations
 
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -24,6 +25,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.segment import Segment
 from rich.text import Text
 
 from sourcepage.retrieval.methods import METHOD_GRAMMAR
@@ -37,16 +39,42 @@ __all__ = [
     "err",
     "escape",
     "fail",
+    "terminal_safe",
     "out",
     "progress",
     "ray_executor",
     "ticker",
 ]
 
+#: control characters that data must never send to a terminal (C0 but tab and newline,
+#: DEL, C1): ESC starts escape sequences (OSC 0 retitles the window, CSI 2J clears it)
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` without control characters (tab and newline stay)."""
+    return CONTROL.sub("", text)
+
+
+class SafeConsole(Console):
+    """A rich Console that drops control characters from every piece of text it renders.
+
+    Rich writes its own colours and cursor moves from styles and control segments after
+    rendering, so filtering the text of the rendered segments removes exactly what came
+    from the data (a PDF's text, a manifest's title) and nothing of rich's own; rich
+    itself strips only BEL, BS, VT, FF and CR, and lets ESC through."""
+
+    def render(self, renderable: Any, options: Any = None) -> Iterator[Segment]:
+        for seg in super().render(renderable, options):
+            if seg.control is None and CONTROL.search(seg.text):
+                seg = Segment(terminal_safe(seg.text), seg.style)
+            yield seg
+
+
 # a pipe or a file gets a wide table rather than rich's 80-column default
-out = Console(width=None if sys.stdout.isatty() else 160)
+out = SafeConsole(width=None if sys.stdout.isatty() else 160)
 # messages are never folded: a path or an error line stays whole in a pipe or a log
-err = Console(stderr=True, soft_wrap=True)
+err = SafeConsole(stderr=True, soft_wrap=True)
 
 StoreOpt = Annotated[Path, typer.Option("--store", help="Store directory.")]
 RayOpt = Annotated[

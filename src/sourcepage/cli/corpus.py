@@ -104,6 +104,7 @@ def ingest(
     if not corpus:
         fail("give --corpus DIR (or --beir DIR)")
     from sourcepage.ingest import ingest as run
+    from sourcepage.store.db import StoreError
 
     ex = ray_executor(ray, ray_address)
     with progress() as prog:
@@ -125,7 +126,7 @@ def ingest(
                 limits=limits,
                 executor=ex,
             )
-        except ValueError as e:  # ManifestError among them
+        except (ValueError, StoreError) as e:  # ManifestError, another ingest at work (StoreBusy)
             fail(str(e))
         finally:
             if ex is not None:
@@ -160,6 +161,7 @@ def _ingest_beir(
 
     from sourcepage.corpus.beir import BEIR_ENRICH_FIELDS
     from sourcepage.ingest import ingest_beir
+    from sourcepage.store.db import StoreError
 
     if not chunk_mode_given:
         settings = replace(settings, chunk=replace(settings.chunk, mode="page"))
@@ -177,7 +179,7 @@ def _ingest_beir(
             rep = ingest_beir(
                 beir, store, settings=settings, title_in_text=title_in_text, force=force, progress=tick
             )
-        except (ValueError, OSError) as e:  # BeirError among them
+        except (ValueError, OSError, StoreError) as e:  # BeirError, StoreBusy among them
             fail(str(e))
     out.print(f"[bold]store[/] {escape(str(rep.store))}  BEIR {escape(rep.dataset)}")
     if rep.skipped_unchanged_file:

@@ -233,6 +233,22 @@ def bench(
     requests: Annotated[int, typer.Option(help="With --load --questions: searches in total.")] = 2000,
     workers: Annotated[int, typer.Option(help="With --load: server worker processes.")] = 2,
     method: Annotated[str, typer.Option(help="With --load --questions: the method searched.")] = "bm25",
+    reingest: Annotated[
+        Path | None,
+        typer.Option(
+            "--reingest",
+            help="With --load: at half time, `ingest --force` this corpus folder into the store while the "
+            "load goes on.",
+        ),
+    ] = None,
+    writes: Annotated[
+        bool,
+        typer.Option(
+            "--writes",
+            help="With --load: a reviewer (bench-load, created in the store) signs in once and posts reviews "
+            "from every client (they go to the store's review log: load a copy).",
+        ),
+    ] = False,
     dense: Annotated[
         bool,
         typer.Option(
@@ -257,7 +273,9 @@ def bench(
         if questions is not None:
             _bench_search_load(store, questions, method, workers, clients, requests, json_out)
         else:
-            _bench_load(store, clients, seconds, workers, json_out)
+            from sourcepage.cli.bench_load import bench_load
+
+            bench_load(store, clients, seconds, workers, json_out, reingest, writes)
         return
     if dense:
         from sourcepage.cli.bench_dense import bench_dense
@@ -299,36 +317,6 @@ def bench(
         json_out.write_text(json.dumps(r, indent=2) + "\n", encoding="utf-8")
         out.print(f"json: {json_out}", markup=False)
     if p["ok"] is False:
-        raise typer.Exit(1)
-
-
-def _bench_load(store: Path, clients: int, seconds: float, workers: int, json_out: Path | None) -> None:
-    from sourcepage.evaluation.load import run_load
-    from sourcepage.store.db import StoreError
-    from sourcepage.store.files import write_json
-
-    err.print(f"load: {clients} clients for {seconds:g} s on `sourcepage serve` at 127.0.0.1", markup=False)
-    try:
-        r = run_load(store, clients, seconds, workers)
-    except (StoreError, ValueError, RuntimeError, OSError) as e:
-        fail(str(e))
-    out.print(
-        f"Load: {r['clients']} clients for {r['wall_seconds']:.1f} s on 127.0.0.1: {r['requests']} requests, "
-        f"{r['requests_per_s']:.1f}/s, p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, "
-        f"max {r['max_ms']:.0f} ms, {r['errors']} errors",
-        markup=False,
-        soft_wrap=True,
-    )
-    t = Table(title="By request kind", title_justify="left")
-    for col in ("request", "count", "errors", "p50 ms", "p95 ms"):
-        t.add_column(col, justify="left" if col == "request" else "right")
-    for kind, k in r["by_kind"].items():
-        t.add_row(kind, str(k["requests"]), str(k["errors"]), f"{k['p50_ms']:.1f}", f"{k['p95_ms']:.1f}")
-    out.print(t)
-    if json_out:
-        write_json(json_out, r)
-        out.print(f"json: {json_out}", markup=False)
-    if r["errors"]:
         raise typer.Exit(1)
 
 

@@ -75,6 +75,12 @@ def judge(
 
     if not reviewer.strip():
         fail("--reviewer NAME is required")
+    from sourcepage.store.reviewers import check_name
+
+    try:
+        check_name(reviewer)
+    except ValueError as e:
+        fail(str(e))
     if reviewer.startswith(J.ADJUDICATOR):
         fail(f"reviewer names starting with {J.ADJUDICATOR!r} are reserved")
     if adjudicate_ and not kappa:

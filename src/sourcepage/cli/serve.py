@@ -53,7 +53,8 @@ def serve(
         typer.Option("--allowed-host", help="Host name clients use to reach the service; repeatable."),
     ] = None,
     workers: Annotated[
-        int, typer.Option(help="Worker processes (searches are CPU-bound: one per core; 1: this process).")
+        int,
+        typer.Option(min=1, help="Worker processes (searches are CPU-bound: one per core; 1: this process)."),
     ] = 1,
 ) -> None:
     """Serve the JSON API and the reviewer web page (http://HOST:PORT/, API docs at /docs)."""

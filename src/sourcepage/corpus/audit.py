@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +67,22 @@ def interleaved_columns(layout: PageLayout) -> bool:
     PDFium text lines (and 10% of the lines of 20 characters or more) wider than
     ``extract.WIDE_LINE`` × the median line."""
     return layout.wide_lines >= 3 and layout.wide_lines >= 0.1 * layout.text_lines
+
+
+#: share of a page's visible characters that, when control or private-use, mark its text
+#: as glyph codes of a font without a Unicode map (not words)
+UNMAPPED_SHARE = 0.3
+
+
+def unmapped_glyphs(text: str) -> bool:
+    """True when at least 20 visible characters and ``UNMAPPED_SHARE`` of them are control
+    (other than line ends and tabs) or private-use characters: such text was stored as
+    ``ok`` and could be neither searched nor quoted (ingest warns, kind ``glyphs``)."""
+    visible = [c for c in text if not c.isspace()]
+    if len(visible) < 20:
+        return False
+    bad = sum(1 for c in visible if unicodedata.category(c) in ("Cc", "Co"))
+    return bad / len(visible) >= UNMAPPED_SHARE
 
 
 def audit_page(text: str, layout: PageLayout) -> PageAudit:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sourcepage.jsonl import jsonl_lines
 from sourcepage.records import Document
 from sourcepage.store.db import Store
 from sourcepage.text.chunk import ChunkConfig
@@ -78,7 +79,7 @@ ENGINE = "beir"
 
 Progress = Callable[[int, int, str], None]
 
-_VALID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_VALID = re.compile(r"^[a-z0-9][a-z0-9_-]*\Z")
 _OTHER = re.compile(r"[^a-z0-9_-]+")
 _SPACE = re.compile(r"\s")
 _MAX_SLUG = 60
@@ -132,19 +133,20 @@ def dataset_name(beir_dir: str | Path) -> str:
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """(line number, bytes read so far, object) for every non-blank line, read one line
     at a time. BeirError naming ``file:line`` for a line that is not a JSON object."""
-    done = 0
-    with open(path, "rb") as f:
-        for lineno, line in enumerate(f, 1):
-            done += len(line)
+    lineno = 0
+    try:
+        for lineno, done, line in jsonl_lines(path):
             if not line.strip():
                 continue
             try:
                 obj = json.loads(line)
-            except ValueError as e:
+            except (ValueError, RecursionError) as e:
                 raise BeirError(f"{path}:{lineno}: invalid JSON ({e})") from None
             if not isinstance(obj, dict):
                 raise BeirError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
             yield lineno, done, obj
+    except UnicodeDecodeError as e:
+        raise BeirError(f"{path}:{lineno + 1}: not UTF-8 ({e.reason})") from None
 
 
 def _str_id(obj: dict[str, Any], path: Path, lineno: int) -> str:

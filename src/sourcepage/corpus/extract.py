@@ -8,6 +8,7 @@ with the engine.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import time
@@ -46,6 +47,9 @@ class Extracted:
     texts: list[str]
     layouts: list[PageLayout]
     seconds: float
+    #: SHA-256 of the bytes the text was read from ('' for text in hand): ingest stores
+    #: a document only when it equals the checksum its manifest row was validated with
+    sha256: str = ""
 
 
 def _layout(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage) -> PageLayout:
@@ -117,24 +121,40 @@ def _line_widths(textpage: pdfium.PdfTextPage) -> list[float]:
     return out
 
 
-def _open(path: Path) -> pdfium.PdfDocument:
-    if path.stat().st_size == 0:
+def _open(data: bytes) -> pdfium.PdfDocument:
+    if not data:
         raise ExtractionError("empty file (0 bytes)")
     try:
-        return pdfium.PdfDocument(str(path))
+        return pdfium.PdfDocument(data)
     except pdfium.PdfiumError as e:
         msg = str(e).lower()
         if "password" in msg:
             raise ExtractionError("encrypted PDF: a password is required to open it") from e
+        if _page_count(data) == 0:  # PDFium refuses an empty page tree with "Success"
+            raise ExtractionError("PDF has no pages") from e
         raise ExtractionError(f"unreadable PDF ({e})") from e
 
 
-def _pypdf_texts(path: Path, n_pages: int) -> list[str]:
+def _page_count(data: bytes) -> int | None:
+    """Pages in the page tree as pypdf reads it, None when pypdf cannot read it either."""
+    import io
+
+    import pypdf
+
+    try:
+        return len(pypdf.PdfReader(io.BytesIO(data)).pages)
+    except Exception:  # pypdf raises many types on damaged files
+        return None
+
+
+def _pypdf_texts(data: bytes, n_pages: int) -> list[str]:
+    import io
+
     import pypdf
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # font warnings on real OSHA PDFs
     try:
-        reader = pypdf.PdfReader(str(path))
+        reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise ExtractionError("encrypted PDF: a password is required to open it")
         texts = [(p.extract_text() or "") for p in reader.pages]
@@ -166,7 +186,10 @@ def extract_pdf(path: str | Path, engine: str = "pypdfium2", max_pages: int | No
         raise ValueError(f"unknown extraction engine {engine!r}; choose from {ENGINES}")
     path = Path(path)
     t0 = time.perf_counter()
-    pdf = _open(path)
+    # read once: the checksum and the text come from the same bytes (a file replaced
+    # between two reads was stored with one file's checksum and the other's text)
+    data = path.read_bytes()
+    pdf = _open(data)
     try:
         n = len(pdf)
         if n == 0:
@@ -185,9 +208,10 @@ def extract_pdf(path: str | Path, engine: str = "pypdfium2", max_pages: int | No
     finally:
         pdf.close()
     if engine == "pypdf":
-        texts = _pypdf_texts(path, n)
+        texts = _pypdf_texts(data, n)
     texts = [t.replace("\r\n", "\n").replace("\r", "\n") for t in texts]
     if not any(t.strip() for t in texts):
         kind = "image-only" if any(la.images for la in layouts) else "text-less"
         raise ExtractionError(f"{kind} PDF: no extractable text on any of its {n} pages (no OCR)")
-    return Extracted(texts=texts, layouts=layouts, seconds=time.perf_counter() - t0)
+    sha = hashlib.sha256(data).hexdigest()
+    return Extracted(texts=texts, layouts=layouts, seconds=time.perf_counter() - t0, sha256=sha)

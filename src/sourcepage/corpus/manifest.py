@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sourcepage.records import MANIFEST_COLUMNS, Document
 
-DOC_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+DOC_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*\Z")
 ROLES = ("primary", "supporting")
 
 
@@ -114,6 +114,9 @@ def read_manifest(
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:
         raise ManifestError([Problem(name, 0, "", f"not UTF-8: {e}")]) from e
+    if not text.strip():
+        columns = ",".join(MANIFEST_COLUMNS)
+        raise ManifestError([Problem(name, 0, "", f"the file is empty (it needs a header line: {columns})")])
     reader = csv.DictReader(text.splitlines(keepends=True))
     try:
         header = reader.fieldnames or []
@@ -127,6 +130,8 @@ def read_manifest(
         problems.append(Problem(name, 1, c, "column appears more than once in header"))
     extra_cols = tuple(c for c in header if c not in MANIFEST_COLUMNS and c)
     seen: dict[str, int] = {}
+    contents: dict[str, tuple[str, int]] = {}  # SHA-256 -> (first doc_id, line)
+    pdf_dir = (corpus_dir / "pdf").resolve()
     docs: list[Document] = []
     for row in _rows(reader, name, problems):
         line = reader.line_num
@@ -161,6 +166,10 @@ def read_manifest(
                 problems.append(Problem(name, line, "file", "must be a bare file name under pdf/"))
             elif not pdf.is_file():
                 problems.append(Problem(name, line, "file", f"{pdf} does not exist"))
+            elif not pdf.resolve().is_relative_to(pdf_dir):
+                problems.append(
+                    Problem(name, line, "file", f"{pdf} is a link to {pdf.resolve()}, outside {pdf_dir}")
+                )
             else:
                 want = row["sha256"].lower()
                 got = sha256_file(pdf)
@@ -185,6 +194,11 @@ def read_manifest(
                     )
                     (warnings if allow_checksum_mismatch else problems).append(p)
                 row["sha256"] = got
+                if got in contents and contents[got][0] != doc_id:
+                    first, first_line = contents[got]
+                    msg = f"{row['file']} is the same file as {first!r} (line {first_line}): same SHA-256"
+                    warnings.append(Problem(name, line, "file", msg, fatal=False, doc_id=doc_id))
+                contents.setdefault(got, (doc_id, line))
         docs.append(Document.from_dict(row))
     if not docs and not problems:
         problems.append(Problem(name, 2, "", "manifest has no document rows"))

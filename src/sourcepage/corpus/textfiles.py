@@ -24,6 +24,7 @@ text files and PDFs alike.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 from pathlib import Path
@@ -82,7 +83,8 @@ def extract_text_file(path: str | Path) -> Extracted:
         PageLayout(images=0, lines=sum(1 for ln in p.split("\n") if ln.strip()), side_by_side_lines=0)
         for p in pages
     ]
-    return Extracted(texts=pages, layouts=layouts, seconds=time.perf_counter() - t0)
+    sha = hashlib.sha256(data).hexdigest()
+    return Extracted(texts=pages, layouts=layouts, seconds=time.perf_counter() - t0, sha256=sha)
 
 
 def extract_document(path: str | Path, engine: str = "pypdfium2", max_pages: int | None = None) -> Extracted:

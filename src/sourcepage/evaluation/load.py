@@ -11,7 +11,8 @@ started; traffic goes to the loopback address only, and every loop is bounded.
   200, or a failed connection), and the server's CPU milliseconds per request (its processes'
   user + system time, from /proc). The load runs on the same machine as the server: on 2
   cores it takes CPU from it.
-- ``run_load`` (no questions file): a reviewer's mix for ``seconds``, in rounds of 20 requests:
+- ``run_load`` (no questions file): a reviewer's mix for ``seconds``, in rounds of 20 requests
+  (optionally with a re-ingest at half time, and a signed-in reviewer's writes):
   ``POST /search`` (bm25 on the raw text, the safety questions below in turn; 9 of 20),
   ``GET /pages/{id}`` (8), ``GET /documents`` (1) and, when the store knows its corpus,
   ``GET /pages/{id}/image`` (2; else two more ``/documents``), from ``clients`` threads with
@@ -31,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -202,6 +204,8 @@ def serve_and_load(
 
 
 MAX_REQUESTS_PER_CLIENT = 100_000
+#: the reviewer account ``run_load(writes=True)`` creates in the store
+LOAD_REVIEWER = "bench-load"
 QUESTIONS = (
     "Who may remove a lockout device?",
     "What must be done before an employee enters a permit-required confined space?",
@@ -248,48 +252,138 @@ def _start_server(store: Path, port: int, log: Path, workers: int = 1) -> subpro
     return proc
 
 
-def _requests(pages: list[str], images: bool) -> list[tuple[str, str, str, bytes | None]]:
-    """One round of the mix: (kind, method, path, body), 20 requests."""
-    out: list[tuple[str, str, str, bytes | None]] = []
+#: one request of the mix: (kind, method, path, body, headers, status that counts as success)
+Request = tuple[str, str, str, bytes | None, dict[str, str], int]
+
+
+def _requests(pages: list[str], images: bool, session: dict[str, str] | None = None) -> list[Request]:
+    """One round of the mix, 20 requests; with a signed-in ``session`` (its cookie and
+    CSRF headers, and ``reviewer``) the document lists become review writes."""
+    out: list[Request] = []
+    json_type = {"Content-Type": "application/json"}
     for i in range(20):
         page = pages[(i * 7) % len(pages)].replace("#", "%23")
         if i in (0, 10) and images:
-            out.append(("image", "GET", f"/pages/{page}/image", None))
+            out.append(("image", "GET", f"/pages/{page}/image", None, {}, 200))
+        elif session is not None and (i == 5 or (i in (0, 10) and not images)):
+            review = {
+                "question": QUESTIONS[i % len(QUESTIONS)],
+                "decision": "answer",
+                "pages": [pages[(i * 7) % len(pages)]],
+                "reviewer": session["reviewer"],
+                "note": "bench --load --writes",
+            }
+            headers = {**json_type, "Cookie": session["cookie"], "X-CSRF-Token": session["csrf"]}
+            out.append(("write", "POST", "/reviews", json.dumps(review).encode(), headers, 201))
         elif i == 5 or (i in (0, 10) and not images):
-            out.append(("documents", "GET", "/documents", None))
+            out.append(("documents", "GET", "/documents", None, {}, 200))
         elif i % 5 == 1 or i % 5 == 3:
-            out.append(("page", "GET", f"/pages/{page}", None))
+            out.append(("page", "GET", f"/pages/{page}", None, {}, 200))
         else:
             body = json.dumps({"question": QUESTIONS[i % len(QUESTIONS)], "method": "bm25", "k": 10})
-            out.append(("search", "POST", "/search", body.encode()))
+            out.append(("search", "POST", "/search", body.encode(), json_type, 200))
     return out
 
 
 def _mix_client(
-    port: int, mix: list, deadline: float, offset: int, out: list[tuple[str, float, bool]]
+    port: int, mix: list[Request], deadline: float, offset: int, out: list[tuple[str, float, bool, int]]
 ) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     n = 0
     while time.perf_counter() < deadline and n < MAX_REQUESTS_PER_CLIENT:
-        kind, method, path, body = mix[(offset + n) % len(mix)]
+        kind, method, path, body, headers, want = mix[(offset + n) % len(mix)]
         n += 1
         t0 = time.perf_counter()
-        ok = False
+        status = 0
         try:
-            headers = {"Content-Type": "application/json"} if body else {}
             conn.request(method, path, body=body, headers=headers)
             resp = conn.getresponse()
             resp.read()
-            ok = resp.status == 200
+            status = resp.status
         except (OSError, http.client.HTTPException):
             conn.close()
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        out.append((kind, (time.perf_counter() - t0) * 1000, ok))
-    conn.close()
+        out.append((kind, (time.perf_counter() - t0) * 1000, status == want, status))
 
 
-def run_load(store: str | Path, clients: int = 50, seconds: float = 30.0, workers: int = 1) -> dict[str, Any]:
-    """Serve ``store`` on 127.0.0.1 and load it with ``clients`` for ``seconds``."""
+def _warm_up(port: int, workers: int) -> float:
+    """Seconds until searches answer: two concurrent searches per worker, each waited for
+    up to 10 minutes (a cold worker loads its indexes and the answer policy's sentence
+    model on its first search: over a minute on a busy machine, longer than the load's
+    60-second client timeout)."""
+    body = json.dumps({"question": QUESTIONS[0], "method": "bm25", "k": 10}).encode()
+
+    def one() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        try:
+            conn.request("POST", "/search", body=body, headers={"Content-Type": "application/json"})
+            conn.getresponse().read()
+        except (OSError, http.client.HTTPException):
+            pass
+        finally:
+            conn.close()
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=one, daemon=True) for _ in range(2 * max(1, workers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(660)
+    return round(time.perf_counter() - t0, 2)
+
+
+def _sign_in(port: int, store: Path) -> dict[str, str]:
+    """Create the reviewer ``bench-load`` (a new token), sign in through ``/login`` and
+    read the session's CSRF token from the search page: what a reviewer's browser does."""
+    from sourcepage.store.reviewers import add_reviewer
+
+    token = add_reviewer(store, LOAD_REVIEWER)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        form = urllib.parse.urlencode({"token": token, "next": "/"})
+        form_type = {"Content-Type": "application/x-www-form-urlencoded"}
+        conn.request("POST", "/login", body=form, headers=form_type)
+        resp = conn.getresponse()
+        resp.read()
+        cookie = (resp.getheader("set-cookie") or "").split(";", 1)[0]
+        if resp.status != 303 or not cookie:
+            raise RuntimeError(f"sign-in at /login answered {resp.status}")
+        conn.request("GET", "/", headers={"Cookie": cookie})
+        page = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    if 'name="csrf" value="' not in page:
+        raise RuntimeError("the search page after sign-in carries no CSRF token")
+    csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    return {"reviewer": LOAD_REVIEWER, "cookie": cookie, "csrf": csrf}
+
+
+def _reingest(store: Path, corpus: Path, log: Path) -> dict[str, Any]:
+    """``sourcepage ingest --force`` of ``corpus`` into ``store`` while the load runs (the
+    same documents: the indexes stay current, every document is written again)."""
+    cmd = [sys.executable, "-m", "sourcepage.cli", "ingest", "--corpus", str(corpus), "--store", str(store)]
+    t0 = time.perf_counter()
+    with open(log, "w") as out:
+        code = subprocess.call([*cmd, "--force"], stdout=out, stderr=subprocess.STDOUT, timeout=600)
+    return {"corpus": str(corpus), "exit_code": code, "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def run_load(
+    store: str | Path,
+    clients: int = 50,
+    seconds: float = 30.0,
+    workers: int = 1,
+    *,
+    reingest: str | Path | None = None,
+    writes: bool = False,
+) -> dict[str, Any]:
+    """Serve ``store`` on 127.0.0.1 and load it with ``clients`` for ``seconds``.
+
+    ``reingest`` (a corpus folder): at half time, ``sourcepage ingest --force`` of it into
+    the store while the load goes on (the service must swap to the new content without an
+    error). ``writes``: a reviewer (``bench-load``, created in the store) signs in once and
+    the mix's document lists become review writes under that session, on every worker
+    (they go to the store's review log: load a copy)."""
     if not 1 <= clients <= 500:
         raise ValueError(f"clients must be between 1 and 500, got {clients}")
     if not 0 < seconds <= 600:
@@ -304,11 +398,13 @@ def run_load(store: str | Path, clients: int = 50, seconds: float = 30.0, worker
     port = _free_port()
     log = Path(tempfile.mkstemp(prefix="sourcepage-load-", suffix=".log")[1])
     server = _start_server(store, port, log, workers)
+    extra: dict[str, Any] = {}
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as r:
             images = bool(json.loads(r.read())["page_images"])
-        mix = _requests(pages, images)
-        results: list[list[tuple[str, float, bool]]] = [[] for _ in range(clients)]
+        extra["warm_up_seconds"] = _warm_up(port, workers)
+        mix = _requests(pages, images, _sign_in(port, store) if writes else None)
+        results: list[list[tuple[str, float, bool, int]]] = [[] for _ in range(clients)]
         t0 = time.perf_counter()
         deadline = t0 + seconds
         threads = [
@@ -317,9 +413,13 @@ def run_load(store: str | Path, clients: int = 50, seconds: float = 30.0, worker
         ]
         for t in threads:
             t.start()
+        if reingest is not None:
+            time.sleep(seconds / 2)
+            extra["reingest"] = _reingest(store, Path(reingest), log.with_suffix(".ingest.log"))
         for t in threads:
             t.join(seconds + 120)
         wall = time.perf_counter() - t0
+        extra["server_alive"] = server.poll() is None
     finally:
         server.terminate()
         try:
@@ -328,14 +428,23 @@ def run_load(store: str | Path, clients: int = 50, seconds: float = 30.0, worker
             server.kill()
             server.wait(30)
     log.unlink(missing_ok=True)
-    rows = [r for rs in results for r in rs]
+    log.with_suffix(".ingest.log").unlink(missing_ok=True)
+    return _summary([r for rs in results for r in rs], clients, seconds, wall, images) | extra
+
+
+def _summary(
+    rows: list[tuple[str, float, bool, int]], clients: int, seconds: float, wall: float, images: bool
+) -> dict[str, Any]:
     ms = sorted(r[1] for r in rows)
     by_kind: dict[str, dict[str, Any]] = {}
     for kind in sorted({r[0] for r in rows}):
         k_ms = sorted(r[1] for r in rows if r[0] == kind)
+        failed = [r[3] for r in rows if r[0] == kind and not r[2]]
         by_kind[kind] = {
             "requests": len(k_ms),
-            "errors": sum(1 for r in rows if r[0] == kind and not r[2]),
+            "errors": len(failed),
+            "refused": sum(1 for s in failed if s in (401, 403)),
+            "statuses": {str(s): failed.count(s) for s in sorted(set(failed))},
             "p50_ms": _percentile(k_ms, 0.5),
             "p95_ms": _percentile(k_ms, 0.95),
         }

@@ -188,7 +188,7 @@ METRICS: dict[str, MetricFn] = {
 _OPTIONAL_K = {"mrr"}
 
 _KNOWN_FORMS = "hit@k, recall@k, mrr, mrr@k, ndcg@k, ndcg_graded@k, doc_hit@k (k >= 1)"
-_NAME = re.compile(r"^([a-z_]+)(?:@(\d+))?$")
+_NAME = re.compile(r"^([a-z_]+)(?:@(\d+))?\Z")
 
 
 def parse_metric(name: str) -> tuple[str, int | None]:

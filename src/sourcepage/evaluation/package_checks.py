@@ -23,6 +23,7 @@ from sourcepage.evaluation.questions import read_questions
 from sourcepage.evaluation.relevance import Qrels, Run, RunHit, run_name
 from sourcepage.evaluation.runner import Context, score_run, statistics
 from sourcepage.evaluation.runs import read_trec_qrels, read_trec_run
+from sourcepage.jsonl import jsonl_lines
 from sourcepage.records import TEXT_VERSIONS, Question
 from sourcepage.store.db import Store
 
@@ -104,8 +105,7 @@ def _read_json(path: Path) -> Any:
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return [json.loads(line) for _, _, line in jsonl_lines(path) if line.strip()]
 
 
 def _runs(folder: Path, keys: Sequence[Key], check: Check) -> dict[Key, Run]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sourcepage.evaluation.relevance import Qrels
+from sourcepage.jsonl import jsonl_lines
 from sourcepage.records import Question, parse_page_id
 from sourcepage.vocabulary import ANSWERABILITIES
 
@@ -227,13 +228,13 @@ def read_questions(path: str | Path, known_pages: set[str] | None = None) -> lis
     questions: list[Question] = []
     first_line: dict[str, int] = {}
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
+        lines = [(n, line) for n, _, line in jsonl_lines(path)]
     except FileNotFoundError:
         raise QuestionError([f"{path}: no such file"]) from None
     except (OSError, UnicodeDecodeError) as e:
         why = f"not UTF-8 ({e.reason} at byte {e.start})" if isinstance(e, UnicodeDecodeError) else str(e)
         raise QuestionError([f"{path}: cannot read the question set: {why}"]) from None
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in lines:
         stripped = line.strip()
         if not stripped or stripped.startswith("//"):
             continue
@@ -242,6 +243,9 @@ def read_questions(path: str | Path, known_pages: set[str] | None = None) -> lis
             obj = json.loads(stripped)
         except json.JSONDecodeError as exc:
             problems.append(f"{here}: invalid JSON: {exc.msg} (column {exc.colno})")
+            continue
+        except RecursionError:
+            problems.append(f"{here}: invalid JSON: nested too deeply")
             continue
         if not isinstance(obj, dict):
             problems.append(f"{here}: expected a JSON object, got {type(obj).__name__}")

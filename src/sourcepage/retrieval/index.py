@@ -10,7 +10,8 @@ A build writes a new ``<build-id>/`` folder and only then switches CURRENT, so a
 interrupted build leaves the previous index usable; older builds are removed after
 the switch, and so are the ``.<build-id>.<pid>.tmp`` folders of builds whose process
 is gone (killed mid-build). An index records the fingerprint of the chunks it was built from and
-its parameters; ``load_index`` returns None for a missing or stale index.
+its parameters; ``load_index`` returns None for a missing or stale index and raises
+IndexDamaged for one whose files cannot be read.
 ``build_indexes`` builds several (version, method) indexes through an executor
 (sourcepage.executor), each job with its own Store; given one with several workers
 (a process pool, Ray), it first embeds the chunks a dense index needs in batches, as jobs
@@ -51,6 +52,19 @@ class IndexMissing(RuntimeError):
         super().__init__(
             f"no current {method.name} index for text version {version!r} in {store}: "
             f"run `sourcepage index --store {store} --version {version} --method {method.name}`"
+        )
+
+
+class IndexDamaged(IndexMissing):
+    """An index whose files cannot be read (cut short, overwritten): like a missing one,
+    the message names the command that rebuilds it."""
+
+    def __init__(self, store: Path, version: str, method: Method, error: BaseException):
+        RuntimeError.__init__(
+            self,
+            f"the {method.name} index for text version {version!r} in {store} is damaged "
+            f"({type(error).__name__}: {error}): rebuild it with "
+            f"`sourcepage index --store {store} --version {version} --method {method.name}`",
         )
 
 
@@ -340,15 +354,18 @@ def load_index(
     path = current_build(store, version, method)
     if path is None:
         return None
-    params = index_params(path)
     fingerprint = fingerprint or store.chunk_fingerprint(version)
-    if params.get("format") != INDEX_FORMAT or params.get("chunk_fingerprint") != fingerprint:
-        return None
-    if json.loads(json.dumps(settings.for_method(method))) != params.get("settings"):
-        return None
-    chunk_ids = json.loads((path / "chunks.json").read_text())
-    pages, cp, docs, cd = _load_chunk_table(path, chunk_ids)
-    model = method.spec.load(method, path, settings)  # type: ignore[union-attr]
+    try:
+        params = index_params(path)
+        if params.get("format") != INDEX_FORMAT or params.get("chunk_fingerprint") != fingerprint:
+            return None
+        if json.loads(json.dumps(settings.for_method(method))) != params.get("settings"):
+            return None
+        chunk_ids = json.loads((path / "chunks.json").read_text())
+        pages, cp, docs, cd = _load_chunk_table(path, chunk_ids)
+        model = method.spec.load(method, path, settings)  # type: ignore[union-attr]
+    except (OSError, ValueError, EOFError, KeyError, IndexError, TypeError) as e:
+        raise IndexDamaged(store.path, version, method, e) from e
     if model is None:  # the method's saved files do not serve these settings
         return None
     return LoadedIndex(method, version, params, chunk_ids, pages, cp, cd, docs, model, settings)

@@ -17,7 +17,7 @@ import numpy as np
 from sourcepage.records import Document, Hit, Ranking
 from sourcepage.retrieval.filters import Filters, check_filters, matches
 from sourcepage.retrieval.fusion import RRF_K
-from sourcepage.retrieval.index import IndexMissing, LoadedIndex, build_index, load_index
+from sourcepage.retrieval.index import IndexDamaged, IndexMissing, LoadedIndex, build_index, load_index
 from sourcepage.retrieval.methods import Method, parse_method
 from sourcepage.retrieval.pages import collapse, collapse_top, contents_last, navigation_question
 from sourcepage.retrieval.settings import IndexSettings
@@ -79,7 +79,12 @@ class Searcher:
                 return self._indexes[method.index_key]
             if self._fingerprint is None:
                 self._fingerprint = self.store.chunk_fingerprint(self.version)
-            idx = load_index(self.store, self.version, method, self.settings, self._fingerprint)
+            try:
+                idx = load_index(self.store, self.version, method, self.settings, self._fingerprint)
+            except IndexDamaged:
+                if not self.auto_build:
+                    raise
+                idx = None  # built again below
             if idx is None:
                 if not self.auto_build:
                     raise IndexMissing(self.store.path, self.version, method)

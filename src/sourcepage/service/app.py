@@ -38,8 +38,9 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sourcepage.service import auth, documents, pages, reviews, search
+from sourcepage.service import auth, documents, hardening, pages, reviews, search
 from sourcepage.service.deps import HERE, JUDGING, TEMPLATES, open_shared_store, readable, segments
+from sourcepage.service.render import ImageGate
 from sourcepage.store.db import Store
 from sourcepage.store.reviewers import has_reviewers
 
@@ -94,7 +95,7 @@ async def _http(request: Request, exc: StarletteHTTPException) -> Response:
             {"status": exc.status_code, "message": exc.detail},
             status_code=exc.status_code,
         )
-    return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+    return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 
 
 async def _favicon() -> FileResponse:
@@ -152,6 +153,11 @@ def app_from_env() -> FastAPI:
     calls, so that every worker serves the same store with the same access rules."""
     import os
 
+    from sourcepage.executor import die_with_parent
+
+    # a worker whose server died (kill -9 gives it no time to stop its workers) exits
+    # too, rather than answering on the port on its own
+    die_with_parent()
     hosts = [h for h in os.environ.get(ENV_HOSTS, "").split(",") if h]
     return create_app(
         os.environ[ENV_STORE],
@@ -205,9 +211,12 @@ def create_app(
     app.state.corpus = Path(corpus).resolve() if corpus else _corpus_of(db)
     app.state.questions = question_set
     app.state.sha_cache = {}
+    app.state.images = ImageGate()
     app.state.access = auth.Access.of(store, public, allowed_hosts)
     app.add_middleware(auth.Guard, access=app.state.access)
     app.add_middleware(_CatchAll)
+    app.add_middleware(hardening.BodyLimit)
+    app.add_middleware(hardening.SecurityHeaders)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]

@@ -17,18 +17,18 @@ Rules, in the order :class:`Guard` (an ASGI middleware) and the routes apply the
 4. **Reads** are open on a loopback bind; with ``serve --public`` every page and
    endpoint except ``/login``, ``/health`` and static files needs a reviewer too.
 
-Sessions live in the server's memory (a restart signs everyone out), last 12 hours, and
-end when the reviewer's token is replaced or removed. The cookie is ``HttpOnly`` and
+Sessions live beside the accounts (``store.sessions``: every worker process of
+``serve --workers N`` sees them), last 12 hours, and end on sign-out or when the
+reviewer's token is replaced or removed. The cookie is ``HttpOnly`` and
 ``SameSite=Strict``.
 """
 
 from __future__ import annotations
 
 import secrets
-import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode, urlsplit
@@ -36,7 +36,8 @@ from urllib.parse import urlencode, urlsplit
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from sourcepage.store import reviewers
+from sourcepage.store import reviewers, sessions
+from sourcepage.store.sessions import StoredSession
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 SESSION_COOKIE = "sourcepage_session"
@@ -52,12 +53,8 @@ SIGN_IN = (
 )
 
 
-@dataclass(frozen=True)
-class Session:
-    reviewer: str
-    token_sha256: str
-    csrf: str
-    expires: float
+#: a sign-in session (shared by the worker processes: ``store.sessions``)
+Session = StoredSession
 
 
 @dataclass(frozen=True)
@@ -77,8 +74,6 @@ class Access:
     store: Path
     public: bool = False
     hosts: frozenset[str] = LOOPBACK_HOSTS
-    sessions: dict[str, Session] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def of(cls, store: Path, public: bool, allowed_hosts: Iterable[str] | None) -> Access:
@@ -92,13 +87,9 @@ class Access:
             name = reviewers.reviewer_for_hash(self.store, reviewers.token_hash(token)) if token else None
             return Identity(name, "bearer") if name else None
         sid = cookies.get(SESSION_COOKIE, "")
-        if not sid:
+        if not sid or len(sid) > 200:
             return None
-        with self.lock:
-            s = self.sessions.get(sid)
-            if s is not None and s.expires < time.time():
-                del self.sessions[sid]
-                s = None
+        s = sessions.find_session(self.store, sid)
         if s is None or reviewers.reviewer_for_hash(self.store, s.token_sha256) != s.reviewer:
             return None
         return Identity(s.reviewer, "cookie", s)
@@ -110,14 +101,11 @@ class Access:
             return None
         sid = secrets.token_urlsafe(32)
         s = Session(name, digest, secrets.token_urlsafe(32), time.time() + SESSION_SECONDS)
-        with self.lock:
-            self.sessions = {k: v for k, v in self.sessions.items() if v.expires >= time.time()}
-            self.sessions[sid] = s
+        sessions.open_session(self.store, sid, s)
         return sid, s
 
     def sign_out(self, sid: str) -> None:
-        with self.lock:
-            self.sessions.pop(sid, None)
+        sessions.end_session(self.store, sid)
 
 
 def host_name(host: str) -> str:
@@ -150,8 +138,10 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        problem = self.check(scope["method"], headers)
+        raw = scope.get("headers", [])
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
+        hosts = sum(1 for k, _ in raw if k.lower() == b"host")
+        problem = (400, "more than one Host header") if hosts > 1 else self.check(scope["method"], headers)
         if problem:
             status, message = problem
             await JSONResponse({"error": message}, status_code=status)(scope, receive, send)

@@ -10,11 +10,13 @@ from the one ingested answers 409.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
+import anyio.to_thread
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
@@ -35,7 +37,7 @@ from sourcepage.service.deps import (
     resolve_page,
     segments,
 )
-from sourcepage.service.render import render_page
+from sourcepage.service.render import ImageGate, render_page
 from sourcepage.service.reviews import ReviewBody, record_review
 from sourcepage.service.search import search_query, ui_params, ui_search
 from sourcepage.store.db import Store
@@ -131,7 +133,8 @@ def page(page_id: str, db: DB) -> dict[str, Any]:
     response_class=Response,
     responses={200: {"content": {"image/png": {}}}},
 )
-def page_image(
+async def page_image(
+    request: Request,
     page_id: str,
     db: DB,
     corpus: Corpus,
@@ -142,6 +145,29 @@ def page_image(
     q: Annotated[str, Query(max_length=500, description="Question: its words are marked.")] = "",
     scale: Annotated[float, Query(ge=0.5, le=3.0, description="Pixels per PDF point.")] = 1.5,
 ) -> Response:
+    gate: ImageGate = request.app.state.images
+    if not gate.try_enter():
+        busy = "too many page images at once: try again shortly"
+        raise HTTPException(503, busy, headers={"Retry-After": "2"})
+    try:
+        job = functools.partial(_page_image, page_id, db, corpus, shas, highlight, chunk, version, q, scale)
+        return await anyio.to_thread.run_sync(job, limiter=gate.limiter())
+    finally:
+        gate.leave()
+
+
+def _page_image(
+    page_id: str,
+    db: Store,
+    corpus: Path | None,
+    shas: ShaCache,
+    highlight: str,
+    chunk: str,
+    version: str,
+    q: str,
+    scale: float,
+) -> Response:
+    """The PNG of ``page_image``, rendered in an image thread."""
     d, n, _row = resolve_page(db, page_id)
     chunk_text = chunk_of(db, page_id, chunk, version)[0]
     # with a chunk, ``highlight`` is the quoted sentence, marked more strongly inside it

@@ -37,6 +37,43 @@ from sourcepage.limits import RENDER_LIMITS, Limits
 #: page images rendered at once (one worker process each)
 RENDER_WORKERS = min(2, os.cpu_count() or 1)
 _pdfium_lock = threading.Lock()
+#: page-image requests that may wait for a render worker (more: 503 at once)
+IMAGE_QUEUE = 4 * RENDER_WORKERS
+
+
+class ImageGate:
+    """The bounded queue of page-image requests of one app, apart from search.
+
+    Image requests render in threads of their own (``limiter``: one per render worker),
+    never in the route threads that searches and ``/health`` use; at most
+    ``RENDER_WORKERS + IMAGE_QUEUE`` are admitted at once and the next one is refused at
+    once (503), so 200 ``<img>`` tags of a web page cannot hold the service."""
+
+    def __init__(self, rendering: int = RENDER_WORKERS, waiting: int = IMAGE_QUEUE):
+        self.rendering, self.capacity = rendering, rendering + waiting
+        self._inside = 0
+        self._lock = threading.Lock()
+        self._limiter: Any = None
+
+    def try_enter(self) -> bool:
+        with self._lock:
+            if self._inside >= self.capacity:
+                return False
+            self._inside += 1
+            return True
+
+    def leave(self) -> None:
+        with self._lock:
+            self._inside = max(0, self._inside - 1)
+
+    def limiter(self) -> Any:
+        """The anyio CapacityLimiter of the image threads (made in the event loop)."""
+        if self._limiter is None:
+            import anyio
+
+            self._limiter = anyio.CapacityLimiter(self.rendering)
+        return self._limiter
+
 _pools: dict[Limits, queue.LifoQueue[LimitedPool]] = {}
 _pools_lock = threading.Lock()
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints
 
 from sourcepage import api
 from sourcepage.records import TEXT_VERSIONS, Document
@@ -33,13 +33,23 @@ log = logging.getLogger("sourcepage.service")
 router = APIRouter()
 
 
+#: bounds of a search's filters (a 24 MB list was accepted)
+MAX_FILTERS, MAX_VALUES = 20, 200
+FilterKey = Annotated[str, StringConstraints(max_length=100)]
+FilterValue = Annotated[str, StringConstraints(max_length=300)]
+FilterValues = Annotated[list[FilterValue], Field(max_length=MAX_VALUES)]
+
+
 class SearchBody(BaseModel):
     question: str = Field(min_length=1, max_length=500, description="The question (1-500 characters).")
     method: str = Field(default_factory=default_method, max_length=100, description=METHOD_GRAMMAR)
     k: int = Field(10, ge=1, le=50, description="Pages to return (1-50).")
     text_version: Version = "raw"
-    filters: dict[str, str | int | list[str]] = Field(
-        default_factory=dict, description="Manifest column -> value(s); year_from / year_to bound the year."
+    filters: dict[FilterKey, FilterValue | int | FilterValues] = Field(
+        default_factory=dict,
+        max_length=MAX_FILTERS,
+        description="Manifest column -> value(s); year_from / year_to bound the year "
+        f"(at most {MAX_FILTERS} columns of {MAX_VALUES} values each).",
     )
     log: bool = Field(
         False, description="Append the answer to the store's answers.jsonl (a write: needs a reviewer token)."

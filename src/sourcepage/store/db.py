@@ -62,6 +62,7 @@ class Store(DocumentTables, ChunkTables, EmbeddingTables, RunTables, BeirIdTable
         whose state the others would share.
         """
         self.conn.execute("PRAGMA query_only=ON")
+        self.readonly = True
         return self
 
     def close(self) -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "NAME",
     "Reviewer",
     "add_reviewer",
+    "check_name",
     "has_reviewers",
     "list_reviewers",
     "remove_reviewer",
@@ -35,7 +36,7 @@ __all__ = [
 
 DB_NAME = "reviewers.sqlite"
 #: a reviewer name: what the review log and the judgments record
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 TOKEN_PREFIX = "sp_"
 
 _SCHEMA = """
@@ -69,13 +70,21 @@ def _connect(store: str | Path, create: bool) -> sqlite3.Connection | None:
     return conn
 
 
-def add_reviewer(store: str | Path, name: str) -> str:
-    """Create the account ``name`` (or give it a new token) and return its token."""
+def check_name(name: str) -> str:
+    """``name`` when it is a valid reviewer name, else ValueError saying what one is
+    (every command that records a reviewer checks the same rule)."""
     if not NAME.match(name):
+        shown = repr(name) if len(name) <= 80 else repr(name[:80]) + f" … ({len(name)} characters)"
         raise ValueError(
-            f"reviewer name {name!r}: use 1-64 letters, digits, '.', '_' or '-', "
+            f"reviewer name {shown}: use 1-64 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )
+    return name
+
+
+def add_reviewer(store: str | Path, name: str) -> str:
+    """Create the account ``name`` (or give it a new token) and return its token."""
+    check_name(name)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     conn = _connect(store, create=True)
     assert conn is not None

@@ -120,8 +120,11 @@ def labels(qs: Sequence[Question]) -> np.ndarray:
     return np.array([1 if q.answerability == "answerable" else 0 for q in qs], dtype=int)
 
 
-#: questions of each class (answerable; unsupported or out-of-domain) a calibration needs
-MIN_PER_CLASS = 2
+#: questions of each class (answerable; unsupported or out-of-domain) a calibration needs:
+#: its cross-validation fits thresholds by an inner 2-fold split of each training part,
+#: which needs 2 of each class there, so 3 in all (with 2, scikit-learn failed after the
+#: features were computed: "n_splits=2 cannot be greater than the number of members")
+MIN_PER_CLASS = 3
 
 
 def check_classes(qs: Sequence[Question], source: str | Path = "the development questions") -> None:

@@ -73,6 +73,16 @@ def metadata_header(doc: Document, page: int, fields: tuple[str, ...] = DEFAULT_
     return " | ".join(parts)
 
 
+def check_enrich_fields(fields: tuple[str, ...], extra_columns: list[str]) -> None:
+    """ValueError naming an enrichment field that is neither a known field nor a column
+    of the manifest (a misspelt field was silently left out of every header)."""
+    known = [*_LABELS, *extra_columns]
+    bad = [f for f in fields if f not in known]
+    if bad:
+        names = ", ".join(map(repr, bad))
+        raise ValueError(f"unknown enrichment field(s) {names}: choose from {', '.join(known)}")
+
+
 def enrich(chunks: list[Chunk], doc: Document, fields: tuple[str, ...]) -> list[Chunk]:
     """Prepend the metadata header of each chunk's credited page to its text."""
     return [replace(c, text=metadata_header(doc, c.page, fields) + "\n" + c.text) for c in chunks]

@@ -1,0 +1,49 @@
+"""The store's writer lock: one ingest at a time.
+
+Two ingests into one store interleaved their documents and both exited 0, leaving a
+store that matched neither manifest. ``writer_lock`` takes an exclusive ``flock`` on
+``<store>/.ingest.lock`` without waiting; the second ingest gets :class:`StoreBusy` at
+once, naming the process that holds the lock. The kernel drops the lock when its
+holder exits, however it exits (kill -9 included), so a crash never leaves the store
+locked.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sourcepage.store.schema import StoreError
+
+__all__ = ["LOCK_NAME", "StoreBusy", "writer_lock"]
+
+LOCK_NAME = ".ingest.lock"
+
+
+class StoreBusy(StoreError):
+    """Another process is writing the store."""
+
+
+@contextmanager
+def writer_lock(store: str | Path, what: str = "ingest") -> Iterator[None]:
+    """Hold the store's writer lock for the block (StoreBusy when another holds it)."""
+    folder = Path(store)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+            raise StoreBusy(
+                f"another ingest is writing {folder} ({holder}); wait for it to finish, then run this again"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{what}, pid {os.getpid()}".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
