@@ -12,7 +12,7 @@ from rich.table import Table
 from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, err, escape, fail, out, progress, ticker
 
 if TYPE_CHECKING:
-    from sourcepage.judge.session import Card
+    from sourcepage.labels.session import Card
 
 
 def _ask(prompt: str) -> str:
@@ -55,7 +55,7 @@ def judge(
     depth: Annotated[int, typer.Option(help="Pages pooled per method and question.")] = 10,
     version: Annotated[str, typer.Option(help="Text version searched for the pool.")] = "raw",
     db: Annotated[
-        Path | None, typer.Option("--db", help="Judgments file (default STORE/judgments.sqlite).")
+        Path | None, typer.Option("--db", help="Label log (default STORE/labels.sqlite).")
     ] = None,
     kappa: Annotated[
         str | None, typer.Option("--kappa", help="Other reviewer: print Cohen's kappa and disagreements.")
@@ -68,8 +68,9 @@ def judge(
     ] = False,
 ) -> None:
     """Judge pooled pages for each question (resumable); kappa, adjudication and export."""
-    from sourcepage import judge as J
     from sourcepage.evaluation.questions import QuestionError, read_questions
+    from sourcepage.labels import judgments as J
+    from sourcepage.labels import session as S
     from sourcepage.retrieval.search import Searcher
     from sourcepage.store.db import Store, StoreError
 
@@ -87,7 +88,7 @@ def judge(
     except (StoreError, QuestionError, OSError) as e:
         fail(str(e))
     conn = J.connect(db or J.default_path(store))
-    cards = J.Cards(st, qs)
+    cards = S.Cards(st, qs)
     terminal = {"ask": _ask, "show": _show, "say": _hint}
 
     acted = False
@@ -115,7 +116,7 @@ def judge(
         else:
             out.print("no disagreements")
         if adjudicate_:
-            J.adjudicate_pairs(conn, cards, dis, reviewer, kappa, **terminal)
+            S.adjudicate_pairs(conn, cards, dis, reviewer, kappa, **terminal)
     if export_to is not None:
         acted = True
         rep = J.export(conn, qs, export_to, reviewer=reviewer)
@@ -138,7 +139,7 @@ def judge(
     todo = J.pending(conn, pooled, reviewer)
     total = sum(len(v) for v in pooled.values())
     out.print(f"{reviewer}: {total - len(todo)}/{total} pooled pages judged, {len(todo)} to go", markup=False)
-    done = J.judge_pairs(conn, cards, todo, reviewer, **terminal)
+    done = S.judge_pairs(conn, cards, todo, reviewer, **terminal)
     left = len(J.pending(conn, pooled, reviewer))
     out.print(f"recorded {done} judgments; {left} pending (run again to resume)")
 
@@ -214,9 +215,9 @@ def reviews(
     export: Annotated[Path | None, typer.Option(help="Write the log as questions.jsonl.")] = None,
 ) -> None:
     """The reviewer log of referred questions: record a decision, list the log, export it."""
+    from sourcepage.labels import reviews as R
     from sourcepage.store.db import Store, StoreError
     from sourcepage.store.files import write_text
-    from sourcepage.support import review as R
 
     try:
         st = Store(store)

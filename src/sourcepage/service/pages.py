@@ -20,6 +20,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from sourcepage import api
+from sourcepage.labels import reviews as review
 from sourcepage.limits import LimitExceeded
 from sourcepage.records import Document, parse_page_id
 from sourcepage.retrieval.tokenize import content_terms
@@ -39,7 +40,6 @@ from sourcepage.service.render import render_page
 from sourcepage.service.reviews import ReviewBody, record_review
 from sourcepage.service.search import search_query, ui_params, ui_search
 from sourcepage.store.db import Store
-from sourcepage.support import review
 
 router = APIRouter()
 

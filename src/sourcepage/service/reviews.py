@@ -1,4 +1,4 @@
-"""The reviewer log (:mod:`sourcepage.support.review`) over HTTP: ``POST /reviews``,
+"""The reviewer log (:mod:`sourcepage.labels.reviews`) over HTTP: ``POST /reviews``,
 ``GET /reviews``, ``GET /reviews/export`` and the HTML ``/review-log``. The page view's
 form (:mod:`sourcepage.service.pages`) records through :func:`record_review` too. A
 review is recorded only for the reviewer signed in (:mod:`sourcepage.service.auth`).
@@ -13,11 +13,11 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 
+from sourcepage.labels import reviews as review
 from sourcepage.records import parse_page_id
 from sourcepage.service.auth import require_writer
 from sourcepage.service.deps import DB, TEMPLATES, StorePath, Version
 from sourcepage.store.db import Store
-from sourcepage.support import review
 
 router = APIRouter()
 
