@@ -122,7 +122,7 @@ def pool(
 # --------------------------------------------------------------------------- recording
 
 
-def _insert(db: LabelLog, qid: str, page: str, grade: int, reviewer: str, note: str) -> int:
+def add(db: LabelLog, qid: str, page: str, grade: int, reviewer: str, note: str) -> int:
     if not isinstance(qid, str) or not qid.strip():
         raise ValueError(f"empty question id: {qid!r}")
     parse_page_id(page)

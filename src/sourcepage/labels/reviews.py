@@ -164,12 +164,13 @@ def record(
         body.update(referral=referral, quotes=quotes, answer=answer.strip(), ratings=ratings)
     subject = normalise_question(question)
     if log is not None:
-        return _review(log._insert("review", subject, reviewer.strip(), body, created_at))
+        return from_label(log.add("review", subject, reviewer.strip(), body, created_at))
     with LabelLog(store) as own:
-        return _review(own.append("review", subject, reviewer.strip(), body, created_at))
+        return from_label(own.append("review", subject, reviewer.strip(), body, created_at))
 
 
-def _review(x: Label) -> Review:
+def from_label(x: Label) -> Review:
+    """The review a ``review`` row of the label log holds."""
     b = x.body
     return Review(
         x.id,
@@ -194,11 +195,11 @@ def list_reviews(store: str | Path | LabelLog, question: str | None = None) -> l
     """Every record in the order written; with ``question``, only that question's."""
     subject = normalise_question(question) if question is not None else None
     if isinstance(store, LabelLog):
-        return [_review(x) for x in store.labels("review", subject)]
+        return [from_label(x) for x in store.labels("review", subject)]
     if not Path(store).is_dir():
         raise FileNotFoundError(f"no store folder at {store}")
     with LabelLog(store) as log:
-        return [_review(x) for x in log.labels("review", subject)]
+        return [from_label(x) for x in log.labels("review", subject)]
 
 
 def latest(reviews: Iterable[Review]) -> list[Review]:

@@ -132,6 +132,8 @@ class LabelLog:
         self.conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         try:
             self.conn.execute("PRAGMA journal_mode=WAL")
+            # in WAL mode NORMAL loses no committed row when the process dies, only on power loss
+            self.conn.execute("PRAGMA synchronous=NORMAL")
             with self.conn:
                 self.conn.executescript(_SCHEMA)
             self._import_legacy()
@@ -154,7 +156,7 @@ class LabelLog:
     ) -> Label:
         """Append one label in its own transaction; returns it with its id."""
         with self.transaction():
-            return self._insert(kind, subject, actor, body, created_at)
+            return self.add(kind, subject, actor, body, created_at)
 
     @contextmanager
     def transaction(self) -> Iterator[LabelLog]:
@@ -168,9 +170,10 @@ class LabelLog:
             raise
         self.conn.commit()
 
-    def _insert(
-        self, kind: str, subject: str, actor: str, body: dict[str, Any], created_at: str | None
+    def add(
+        self, kind: str, subject: str, actor: str, body: dict[str, Any], created_at: str | None = None
     ) -> Label:
+        """Append one label inside the caller's :meth:`transaction`."""
         if kind not in KINDS:
             raise ValueError(f"unknown label kind {kind!r}; one of {', '.join(KINDS)}")
         when = created_at or stamp()
@@ -228,7 +231,7 @@ class LabelLog:
                     for r in rows:
                         kind, subject, actor, body, when = convert(r)
                         subject = subject if subject is not None else normalise_question(body["question"])
-                        self._insert(kind, subject, actor, body, when)
+                        self.add(kind, subject, actor, body, when)
                     self.conn.execute("INSERT INTO labels_meta VALUES (?, ?)", (key, str(len(rows))))
 
     def _legacy_rows(self, src: Path, table: str, select: str) -> list[tuple] | None:
