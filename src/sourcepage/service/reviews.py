@@ -36,9 +36,9 @@ class ReviewBody(BaseModel):
     topic: str = Field("", max_length=100, description="Topic slug for the exported question (optional).")
 
 
-def record_review(db: Store, store: Path, body: ReviewBody) -> review.Review:
-    """Append a review after checking its evidence pages are pages of the store (422)."""
-    for p in body.pages:
+def check_pages(db: Store, pages: list[str]) -> None:
+    """422 unless every page is a page of the store."""
+    for p in pages:
         try:
             doc_id, n = parse_page_id(p)
         except ValueError as e:
@@ -47,6 +47,11 @@ def record_review(db: Store, store: Path, body: ReviewBody) -> review.Review:
             raise HTTPException(422, f"page {p!r}: no document {doc_id!r} in this store")
         if db.page(doc_id, n) is None:
             raise HTTPException(422, f"page {p!r} is not in this store")
+
+
+def record_review(db: Store, store: Path, body: ReviewBody) -> review.Review:
+    """Append a review after checking its evidence pages are pages of the store (422)."""
+    check_pages(db, body.pages)
     try:
         return review.record(store, **body.model_dump())
     except ValueError as e:

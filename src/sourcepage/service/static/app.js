@@ -37,4 +37,38 @@
     radios.forEach(function (r) { r.addEventListener("change", sync); });
     sync();
   });
+  // the desk's decision form keeps what was typed through a sign-in: saved on submit, put
+  // back when the server sends the reviewer back with ?restore=1 (the session had ended)
+  document.querySelectorAll("form[data-draft]").forEach(function (form) {
+    var key = "sourcepage.draft." + form.dataset.draft;
+    function fields() { return form.querySelectorAll("textarea, select, input[type=radio], input[type=checkbox]"); }
+    form.addEventListener("submit", function () {
+      var saved = {};
+      fields().forEach(function (f) {
+        if (f.type === "radio" || f.type === "checkbox") saved[f.name + "=" + f.value] = f.checked;
+        else saved[f.name] = f.value;
+      });
+      try { sessionStorage.setItem(key, JSON.stringify(saved)); } catch (e) { /* storage unavailable */ }
+    });
+    if (!/[?&]restore=1/.test(location.search)) return;
+    var saved = null;
+    try { saved = JSON.parse(sessionStorage.getItem(key) || "null"); } catch (e) { saved = null; }
+    if (!saved) return;
+    fields().forEach(function (f) {
+      var k = (f.type === "radio" || f.type === "checkbox") ? f.name + "=" + f.value : f.name;
+      if (!(k in saved)) return;
+      if (f.type === "radio" || f.type === "checkbox") f.checked = saved[k]; else f.value = saved[k];
+    });
+    form.querySelectorAll("input[name=decision]").forEach(function (r) { r.dispatchEvent(new Event("change")); });
+  });
+  // the page view: bring the highlighted quote on the page image into view
+  document.querySelectorAll("img[data-quote-at]").forEach(function (img) {
+    function go() {
+      var at = parseFloat(img.dataset.quoteAt);
+      if (!(at > 0)) return;
+      var top = img.getBoundingClientRect().top + window.scrollY + at * img.clientHeight - window.innerHeight / 3;
+      window.scrollTo(0, Math.max(0, top));
+    }
+    if (img.complete) go(); else img.addEventListener("load", go);
+  });
 })();
