@@ -19,18 +19,20 @@ def _old_files(store: Path) -> None:
     j = sqlite3.connect(store / "judgments.sqlite")
     j.executescript(
         "CREATE TABLE judgments (id INTEGER PRIMARY KEY AUTOINCREMENT, question_id TEXT NOT NULL,"
-        " page TEXT NOT NULL, grade INTEGER NOT NULL, reviewer TEXT NOT NULL, note TEXT NOT NULL DEFAULT '',"
-        " created_at TEXT NOT NULL);"
+        " page TEXT NOT NULL, grade INTEGER NOT NULL, reviewer TEXT NOT NULL,"
+        " note TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL);"
         "INSERT INTO judgments VALUES (1, 'Q1', 'a#p1', 2, 'ann', 'full', '2026-01-01T00:00:00.000001Z');"
-        "INSERT INTO judgments VALUES (2, 'Q1', 'a#p1', 1, 'ann', 'second look', '2026-01-02T00:00:00.000001Z');"
+        "INSERT INTO judgments VALUES (2, 'Q1', 'a#p1', 1, 'ann', 'second look',"
+        " '2026-01-02T00:00:00.000001Z');"
     )
     j.commit()
     j.close()
     r = sqlite3.connect(store / "reviews.sqlite")
     r.executescript(
-        "CREATE TABLE reviews (id INTEGER PRIMARY KEY AUTOINCREMENT, question TEXT NOT NULL, method TEXT NOT NULL,"
-        " text_version TEXT NOT NULL, system_decision TEXT NOT NULL, decision TEXT NOT NULL, pages TEXT NOT NULL,"
-        " reviewer TEXT NOT NULL, note TEXT NOT NULL, topic TEXT NOT NULL, created_at TEXT NOT NULL);"
+        "CREATE TABLE reviews (id INTEGER PRIMARY KEY AUTOINCREMENT, question TEXT NOT NULL,"
+        " method TEXT NOT NULL, text_version TEXT NOT NULL, system_decision TEXT NOT NULL,"
+        " decision TEXT NOT NULL, pages TEXT NOT NULL, reviewer TEXT NOT NULL, note TEXT NOT NULL,"
+        " topic TEXT NOT NULL, created_at TEXT NOT NULL);"
     )
     r.execute(
         "INSERT INTO reviews VALUES (1, 'Who removes  the lock?', 'bm25', 'raw', 'review', 'answer', ?, 'bo',"

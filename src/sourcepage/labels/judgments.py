@@ -122,7 +122,7 @@ def pool(
 # --------------------------------------------------------------------------- recording
 
 
-def add(db: LabelLog, qid: str, page: str, grade: int, reviewer: str, note: str) -> int:
+def _insert(db: LabelLog, qid: str, page: str, grade: int, reviewer: str, note: str) -> int:
     if not isinstance(qid, str) or not qid.strip():
         raise ValueError(f"empty question id: {qid!r}")
     parse_page_id(page)
@@ -140,9 +140,7 @@ def record(db: LabelLog, qid: str, page: str, grade: int, reviewer: str, note: s
     return _insert(db, qid, page, grade, reviewer, note)
 
 
-def adjudicate(
-    db: LabelLog, qid: str, page: str, grade: int, adjudicator: str, note: str = ""
-) -> int:
+def adjudicate(db: LabelLog, qid: str, page: str, grade: int, adjudicator: str, note: str = "") -> int:
     """Record a final grade as reviewer ``adjudicator:<name>``; it takes precedence in export."""
     return _insert(db, qid, page, grade, ADJUDICATOR + adjudicator, note)
 
@@ -178,9 +176,7 @@ def current(db: LabelLog, reviewer: str | None = None) -> dict[Key, int]:
     return {k: g for k, (_, g) in latest if reviewer is None or k[2] == reviewer}
 
 
-def pending(
-    db: LabelLog, pool: Mapping[str, Sequence[str]], reviewer: str
-) -> list[tuple[str, str]]:
+def pending(db: LabelLog, pool: Mapping[str, Sequence[str]], reviewer: str) -> list[tuple[str, str]]:
     """The pooled (question id, page) pairs ``reviewer`` has not judged yet, in pool order."""
     done = {(q, p) for q, p, _ in current(db, reviewer)}
     return [(qid, page) for qid, pages in pool.items() for page in pages if (qid, page) not in done]

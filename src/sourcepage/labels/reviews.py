@@ -37,6 +37,7 @@ MAX_QUOTE = 2000
 #: what a reviewer rates an answer on, 1 (poor) to 5 (excellent), study §3.6
 RATINGS: tuple[str, ...] = ("correctness", "completeness", "faithfulness", "traceability", "usefulness")
 
+
 @dataclass(frozen=True)
 class Review:
     """One record of the log."""

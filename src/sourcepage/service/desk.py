@@ -43,12 +43,16 @@ class DecisionBody(BaseModel):
     quotes: list[Annotated[str, Field(max_length=MAX_QUOTE)]] = Field(
         default_factory=list, max_length=20, description="Accepted or edited quotes."
     )
-    answer: str = Field("", max_length=MAX_ANSWER, description="The answer, written from the accepted evidence.")
+    answer: str = Field(
+        "", max_length=MAX_ANSWER, description="The answer, written from the accepted evidence."
+    )
     note: str = Field("", max_length=MAX_NOTE)
     ratings: dict[str, int] = Field(
         default_factory=dict, description=f"1-5 for any of {', '.join(RATINGS)} (the system's draft answer)."
     )
-    reviewer: str | None = Field(None, max_length=100, description="If given, must be the signed-in reviewer.")
+    reviewer: str | None = Field(
+        None, max_length=100, description="If given, must be the signed-in reviewer."
+    )
 
 
 def _referral(store: Path, rid: int) -> referrals.Referral:
