@@ -54,9 +54,7 @@ def judge(
     ] = "bm25,lsa",
     depth: Annotated[int, typer.Option(help="Pages pooled per method and question.")] = 10,
     version: Annotated[str, typer.Option(help="Text version searched for the pool.")] = "raw",
-    db: Annotated[
-        Path | None, typer.Option("--db", help="Label log (default STORE/labels.sqlite).")
-    ] = None,
+    db: Annotated[Path | None, typer.Option("--db", help="Label log (default STORE/labels.sqlite).")] = None,
     kappa: Annotated[
         str | None, typer.Option("--kappa", help="Other reviewer: print Cohen's kappa and disagreements.")
     ] = None,
@@ -242,3 +240,37 @@ def reviews(
         topics = {d.doc_id: d.topic for d in st.documents()}
         write_text(export, R.export_jsonl(log, topics))
         out.print(f"wrote {export}", markup=False)
+
+
+def desk(
+    store: StoreOpt = Path(".store"),
+    status: Annotated[str, typer.Option(help="pending, decided or all.")] = "pending",
+    jurisdiction: Annotated[
+        str | None, typer.Option(help="Only referrals with pages of this jurisdiction.")
+    ] = None,
+    topic: Annotated[str | None, typer.Option(help="Only referrals with pages of this topic.")] = None,
+) -> None:
+    """The reviewer's desk: the referred questions, oldest first (decide them at /desk)."""
+    from sourcepage.labels import referrals as F
+
+    if status not in (*F.STATUSES, "all"):
+        fail(f"--status must be pending, decided or all, got {status!r}")
+    if not (store / "store.sqlite").exists():
+        fail(f"no store at {store} (run `sourcepage ingest` first)")
+    picked, counts = F.queue(F.referrals(store), None if status == "all" else status, jurisdiction, topic)
+    t = Table(title=f"Reviewer's desk — {counts['pending']} pending, {counts['decided']} decided")
+    for col in ("id", "referred", "asked", "status", "jurisdictions", "question"):
+        t.add_column(col, overflow="fold")
+    for r in picked:
+        d = r.as_dict()
+        status_cell = r.status if r.decision is None else f"{r.decision.decision} ({r.decision.reviewer})"
+        cells = (
+            d["created_at"][:16].replace("T", " "),
+            str(d["asked"]),
+            status_cell,
+            " ".join(d["jurisdictions"]),
+        )
+        t.add_row(str(r.id), *(escape(c) for c in cells), escape(r.question))
+    out.print(t)
+    if picked:
+        out.print(Text("decide at /desk/ID of `sourcepage serve` (a reviewer's sign-in)", style="dim"))

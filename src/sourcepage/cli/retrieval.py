@@ -237,6 +237,7 @@ def search(
             "as interchangeable.",
             highlight=False,
         )
+    _desk_lines(res)
     tm = res.get("timings_ms")
     if tm:
         out.print(
@@ -256,3 +257,33 @@ def search(
     for r in res["results"][:3]:
         out.print(Text(f"\n[{r['rank']}] {r['page']} ({r['chunk_id']})", style="bold"))
         out.print(_highlight(r["passage"], [tuple(s) for s in r["highlights"]]))
+
+
+def _desk_lines(res: dict) -> None:
+    """What the reviewer's desk adds: a reviewed answer, or where the referral is followed."""
+    rv = res.get("reviewed")
+    if rv:
+        near = (
+            ""
+            if rv["match"] == "same question"
+            else f" to {rv['question']!r} (similarity {rv['similarity']:.2f})"
+        )
+        out.print(
+            Text(
+                f"reviewed answer{near}: {rv['decision']} by {rv['reviewer']} on {rv['decided_at'][:10]}",
+                style="bold green",
+            )
+        )
+        if rv["answer"]:
+            out.print(Text("  " + rv["answer"]))
+        if rv["pages"]:
+            out.print(Text("  sources: " + ", ".join(rv["pages"]), style="dim"))
+    elif res.get("referral"):
+        ref = res["referral"]
+        out.print(
+            Text(
+                f"referred to the reviewer's desk as question #{ref['id']} (serve it: {ref['url']};"
+                " `sourcepage desk` lists the queue)",
+                style="yellow",
+            )
+        )
