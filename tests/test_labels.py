@@ -105,3 +105,29 @@ def test_review_ratings_are_checked(tmp_path: Path) -> None:
     assert back == r and back.ratings == {"correctness": 5, "usefulness": 4}
     (q,) = R.export_questions([back])
     assert q["evidence"] == [{"page": "a#p1", "grade": 1}] and q["ratings"]["correctness"] == 5
+
+
+def test_eval_report_gives_the_means_of_the_ratings_a_set_carries(tmp_path: Path) -> None:
+    from sourcepage.evaluation.questions import question_from_dict
+    from sourcepage.evaluation.report import ratings_section
+
+    for i, (c, u) in enumerate(((4, 5), (2, 3))):
+        R.record(
+            tmp_path,
+            f"q{i}?",
+            "bm25",
+            "raw",
+            "review",
+            "answer",
+            ["a#p1"],
+            "a",
+            referral=i + 1,
+            ratings={"correctness": c, "usefulness": u},
+        )
+    qs = [question_from_dict(d) for d in R.export_questions(R.list_reviews(tmp_path))]
+    plain = question_from_dict({**R.export_questions(R.list_reviews(tmp_path))[0], "id": "X1"})
+    plain.extra.pop("ratings")
+    text = ratings_section([*qs, plain])
+    assert "2 of 3 questions carry" in text
+    assert "| correctness | 2 | 3.00 | 2 | 4 |" in text and "| usefulness | 2 | 4.00 | 3 | 5 |" in text
+    assert ratings_section([plain]) == ""

@@ -13,6 +13,8 @@ from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, err, escape, 
 
 if TYPE_CHECKING:
     from sourcepage.labels.session import Card
+    from sourcepage.records import Question
+    from sourcepage.store.db import Store
 
 
 def _ask(prompt: str) -> str:
@@ -156,6 +158,13 @@ def calibrate(
         typer.Option(help="Share of unsupported / out-of-domain questions the answer threshold may answer."),
     ] = 0.0,
     seed: int = 42,
+    from_reviews: Annotated[
+        bool,
+        typer.Option(
+            "--from-reviews",
+            help="Add the store's reviewed questions (reviewer log, desk decisions) to the dev set.",
+        ),
+    ] = False,
 ) -> None:
     """Refine the shipped answer / review / refuse policy on this store's development questions;
     store it with the index and say how much it changed."""
@@ -168,6 +177,8 @@ def calibrate(
     try:
         st = Store(store)
         qs = read_questions(questions, known_pages=st.page_ids())
+        if from_reviews:
+            qs = _with_reviewed(st, qs)
         check_classes(qs, questions)
         with progress() as prog:
             tick = ticker(prog)
@@ -195,6 +206,29 @@ def calibrate(
         t.add_row(escape(h.policy), f"{h.auroc_near:.3f}", *(f"{h.refused[c]:.0%}" for c in ANSWERABILITIES))
     out.print(t)
     out.print(describe_calibration(rep), markup=False)
+
+
+def _with_reviewed(st: Store, qs: list[Question]) -> list[Question]:
+    """``qs`` and the store's reviewed questions (the latest review of each; a question
+    already in ``qs`` keeps its benchmark label)."""
+    from sourcepage.evaluation.questions import question_from_dict
+    from sourcepage.labels import reviews as R
+    from sourcepage.store.labels import normalise_question
+
+    topics = {d.doc_id: d.topic for d in st.documents()}
+    known = {normalise_question(q.question) for q in qs}
+    added = [
+        question_from_dict(d)
+        for d in R.export_questions(R.list_reviews(st.path), topics)
+        if normalise_question(d["question"]) not in known
+    ]
+    classes = {c: sum(q.answerability == c for q in added) for c in ("answerable", "unsupported")}
+    out.print(
+        f"from the reviewer log: {len(added)} reviewed questions added "
+        f"({classes['answerable']} answered, {classes['unsupported']} refused by a reviewer)",
+        markup=False,
+    )
+    return [*qs, *added]
 
 
 def reviews(
