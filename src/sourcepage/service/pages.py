@@ -161,6 +161,8 @@ def page_image(
         "X-Render-Scale": str(info.get("scale", scale)),
         "X-Quote-Boxes": str(info["quote_boxes"]),
     }
+    if info.get("highlight_top") is not None:
+        headers["X-Highlight-Top"] = str(info["highlight_top"])
     return Response(png, media_type="image/png", headers=headers)
 
 

@@ -61,14 +61,20 @@
     });
     form.querySelectorAll("input[name=decision]").forEach(function (r) { r.dispatchEvent(new Event("change")); });
   });
-  // the page view: bring the highlighted quote on the page image into view
-  document.querySelectorAll("img[data-quote-at]").forEach(function (img) {
+  // the page view: scroll the page image's frame to the highlighted quote (the image
+  // response says where it starts, X-Highlight-Top; read from the browser's cache)
+  document.querySelectorAll("img[data-scroll-to-highlight]").forEach(function (img) {
+    var frame = img.closest(".image-frame");
     function go() {
-      var at = parseFloat(img.dataset.quoteAt);
-      if (!(at > 0)) return;
-      var top = img.getBoundingClientRect().top + window.scrollY + at * img.clientHeight - window.innerHeight / 3;
-      window.scrollTo(0, Math.max(0, top));
+      if (!frame || !window.fetch) return;
+      fetch(img.currentSrc || img.src, { cache: "force-cache" }).then(function (r) {
+        var at = parseFloat(r.headers.get("X-Highlight-Top") || "");
+        if (!(at > 0)) return;
+        var y = at * img.clientHeight - frame.clientHeight / 4;
+        frame.scrollTop = Math.max(0, y);
+        img.dataset.scrolledTo = String(Math.round(frame.scrollTop));
+      }).catch(function () { /* the image stays at its top */ });
     }
-    if (img.complete) go(); else img.addEventListener("load", go);
+    if (img.complete && img.naturalWidth) go(); else img.addEventListener("load", go);
   });
 })();
