@@ -200,3 +200,16 @@ def test_desk_and_reviews_export_in_the_terminal(
 
     (q,) = read_questions(out)
     assert q.evidence == {"loto_energy_control#p2": 1} and q.extra["ratings"] == DECISION["ratings"]
+
+
+def test_routing_is_shown_in_the_web_results(client: TestClient) -> None:
+    res = client.post(
+        "/search", json={"question": "What does the HSE require for hearing protection?"}
+    ).json()
+    assert res["routing"]["jurisdictions"] == ["UK"] and res["routing"]["applied"]
+    html = client.get("/", params={"q": "What does the HSE require for hearing protection?"}).text
+    assert 'class="routing-note" data-routed="UK"' in html and "Searched only <strong>UK</strong>" in html
+    plain = client.get(
+        "/", params={"q": "What does the HSE require for hearing protection?", "method": "bm25"}
+    )
+    assert "does not route, so every" in plain.text

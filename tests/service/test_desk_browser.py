@@ -187,3 +187,36 @@ def test_referral_to_decision_to_the_asker_in_chromium(server: tuple[Server, str
     got = httpx.get(f"{base}/referrals/{rid}").json()
     assert got["decision"]["ratings"] == {"correctness": 4, "traceability": 5}
     assert got["decision"]["pages"] == [accepted] and got["decision"]["reviewer"] == "ada"
+
+
+def test_page_view_brings_the_quote_into_view_in_chromium(server: tuple[Server, str]) -> None:
+    """The page image scrolls in its frame to where the image response says the highlighted
+    quote starts (X-Highlight-Top), so the quote is on screen at 900 px."""
+    srv, _token = server
+    quote = "Each lock is removed by the employee who applied it."
+    url = "/view/loto_energy_control%23p3?" + str(
+        httpx.QueryParams({"q": "who removes a lock", "quote": quote})
+    )
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(srv.url + url)
+            page.wait_for_selector("img[data-scrolled-to]")
+            got = page.evaluate(
+                """async () => {
+                    const img = document.querySelector("img[data-scroll-to-highlight]");
+                    const frame = img.closest(".image-frame");
+                    const r = await fetch(img.src, {cache: "force-cache"});
+                    const at = parseFloat(r.headers.get("X-Highlight-Top"));
+                    const y = img.getBoundingClientRect().top + at * img.clientHeight;
+                    return {at, y, top: frame.getBoundingClientRect().top,
+                            bottom: frame.getBoundingClientRect().bottom, inner: window.innerHeight};
+                }"""
+            )
+            assert 0 < got["at"] < 1
+            assert got["top"] <= got["y"] <= min(got["bottom"], got["inner"])  # the quote is on screen
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "view-quote-1280.png"))
+        finally:
+            browser.close()
