@@ -70,7 +70,7 @@
       fetch(img.currentSrc || img.src, { cache: "force-cache" }).then(function (r) {
         var at = parseFloat(r.headers.get("X-Highlight-Top") || "");
         if (!(at > 0)) return;
-        var y = at * img.clientHeight - frame.clientHeight / 4;
+        var y = at * img.clientHeight - frame.clientHeight / 3;
         frame.scrollTop = Math.max(0, y);
         img.dataset.scrolledTo = String(Math.round(frame.scrollTop));
       }).catch(function () { /* the image stays at its top */ });
