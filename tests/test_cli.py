@@ -119,7 +119,7 @@ def test_search_prints_passages_and_citations_verbatim(
 
 def test_judge_card_and_hint_print_verbatim(capsys: pytest.CaptureFixture[str]) -> None:
     from sourcepage.cli.labels import _hint, _show
-    from sourcepage.judge.session import Card
+    from sourcepage.labels.session import Card
     from sourcepage.records import Question
 
     q = Question(

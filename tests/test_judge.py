@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sourcepage import judge as J
 from sourcepage.cli import app
 from sourcepage.evaluation.questions import read_questions
+from sourcepage.labels import judgments as J
 from sourcepage.records import Hit, Question, Ranking
 from sourcepage.retrieval.search import Searcher
 
@@ -127,9 +127,9 @@ def test_append_only_history_and_current(db) -> None:
     with pytest.raises(ValueError, match="reserved"):
         J.record(db, "Q1", "loto_energy_control#p3", 1, "adjudicator:ann")
     with pytest.raises(Exception, match="CHECK"):  # the table itself refuses a bad grade
-        db.execute(
-            "INSERT INTO judgments (question_id, page, grade, reviewer, note, created_at)"
-            " VALUES ('Q1', 'a#p1', 5, 'x', '', 'now')"
+        db.conn.execute(
+            "INSERT INTO labels (kind, subject, actor, body, created_at)"
+            """ VALUES ('judgment', 'Q1', 'x', '{"page": "a#p1", "grade": 5}', 'now')"""
         )
     assert len(J.history(db)) == 3
 
@@ -276,14 +276,14 @@ def test_cli_interactive_resumable(fresh_store: Path, tmp_path: Path) -> None:
     assert "each lock is removed by the employee who applied it" in res.output
     assert "grade [0/1/2], s=skip, q=quit" in res.output
     assert "recorded 2 judgments; 2 pending" in res.output
-    db = J.connect(fresh_store / "judgments.sqlite")
+    db = J.connect(J.default_path(fresh_store))
     pooled = J.pool(Searcher(fresh_store, "raw"), qs, ["bm25"], depth=2)
     first, second = pooled["Q1"][:2]
     assert J.current(db, "ann") == {("Q1", first, "ann"): 2, ("Q1", second, "ann"): 0}
     assert J.history(db, "Q1", second)[0]["note"] == "not relevant"
-    # judgments live in their own file: the store's database has no judgments table
+    # judgments live in the label log: the store's database has no label table
     store_db = sqlite3.connect(fresh_store / "store.sqlite")
-    assert not store_db.execute("SELECT 1 FROM sqlite_master WHERE name='judgments'").fetchone()
+    assert not store_db.execute("SELECT 1 FROM sqlite_master WHERE name LIKE '%label%'").fetchone()
     store_db.close()
     # resume: a skip, then Ctrl-D (end of input) stops; the earlier work stays
     res = runner.invoke(app, args, input="s\n")
@@ -345,7 +345,7 @@ def _feed(*answers: str):
 
 
 def test_page_window_centres_on_the_terms() -> None:
-    from sourcepage.judge.session import page_window
+    from sourcepage.labels.session import page_window
 
     assert page_window("short text", [(0, 5)], limit=100) == ("short text", [(0, 5)])
     text = "x" * 500 + " lock " + "y" * 500
@@ -358,7 +358,7 @@ def test_page_window_centres_on_the_terms() -> None:
 
 
 def test_session_loop_records_skips_and_stops(fresh_store: Path, tmp_path: Path) -> None:
-    from sourcepage.judge.session import Cards, judge_pairs
+    from sourcepage.labels.session import Cards, judge_pairs
     from sourcepage.retrieval.tokenize import content_terms as query_terms
     from sourcepage.store.db import Store
 
@@ -387,7 +387,7 @@ def test_session_loop_records_skips_and_stops(fresh_store: Path, tmp_path: Path)
 
 
 def test_session_adjudication(fresh_store: Path, tmp_path: Path) -> None:
-    from sourcepage.judge.session import Cards, adjudicate_pairs
+    from sourcepage.labels.session import Cards, adjudicate_pairs
     from sourcepage.store.db import Store
 
     _, qs = _questions(tmp_path)

@@ -344,8 +344,14 @@ def search(
     build a missing or stale index first (else IndexMissing). ``query_ms`` is the whole call;
     ``timings_ms`` splits it into ``load`` (indexes and models, built on first use — ``notify``
     hears about it, ``progress(label, done, total)`` follows such a build), ``rank`` and
-    ``decide`` (features, decision and quotes)."""
-    return service(store, version, build).search(question, method, k, filters, answer, log, notify, progress)
+    ``decide`` (features, decision and quotes). A search decided ``review`` is referred to
+    the reviewer's desk (``referral``: its id and the asker's page), and a question a
+    reviewer has answered comes back with that answer as ``reviewed``
+    (:func:`sourcepage.labels.referrals.attach`)."""
+    from sourcepage.labels.referrals import attach
+
+    out = service(store, version, build).search(question, method, k, filters, answer, log, notify, progress)
+    return attach(store, out)
 
 
 def step_lines(stream: Any = None) -> Callable[[str, int, int], None]:

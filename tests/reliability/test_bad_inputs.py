@@ -455,17 +455,15 @@ def test_the_service_notices_a_reingest(fresh_corpus: Path, fresh_store: Path) -
 
 
 def test_judgments_are_append_only_in_the_database(tmp_path: Path) -> None:
-    from sourcepage.judge import judgments as jm
+    from sourcepage.labels import judgments as jm
 
-    conn = jm.connect(tmp_path / "judgments.sqlite")
+    conn = jm.connect(tmp_path / "labels.sqlite")
     jm.record(conn, "Q1", "loto_energy_control#p2", 2, "ada")
-    for sql in ("UPDATE judgments SET grade=0", "DELETE FROM judgments"):
-        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-            with conn:
-                conn.execute(sql)
     conn.close()
-    raw = sqlite3.connect(tmp_path / "judgments.sqlite")  # any other connection too
-    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-        raw.execute("UPDATE judgments SET grade=0")
-    assert raw.execute("SELECT grade FROM judgments").fetchall() == [(2,)]
+    raw = sqlite3.connect(tmp_path / "labels.sqlite")  # any connection, not only ours
+    for sql in ("UPDATE labels SET body='{\"grade\": 0}'", "DELETE FROM labels"):
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            with raw:
+                raw.execute(sql)
+    assert raw.execute("SELECT json_extract(body, '$.grade') FROM labels").fetchall() == [(2,)]
     raw.close()

@@ -228,11 +228,15 @@ def _export(port: int) -> bytes:
 
 
 def _judgments(store: Path) -> set[tuple[str, str, int]]:
-    if not (store / "judgments.sqlite").exists():
+    if not (store / "labels.sqlite").exists():
         return set()
-    con = sqlite3.connect(store / "judgments.sqlite")
+    con = sqlite3.connect(store / "labels.sqlite")
     try:
-        return {(q, p, g) for q, p, g in con.execute("SELECT question_id, page, grade FROM judgments")}
+        rows = con.execute(
+            "SELECT subject, json_extract(body, '$.page'), json_extract(body, '$.grade') FROM labels"
+            " WHERE kind = 'judgment'"
+        )
+        return {(q, p, g) for q, p, g in rows}
     finally:
         con.close()
 
@@ -283,7 +287,7 @@ def _label(store: Path, questions: Path, crash: bool) -> bytes:
             server.wait(30)
             stop.set()
             t.join(30)
-            assert K.integrity(store / "judgments.sqlite") == "ok"
+            assert K.integrity(store / "labels.sqlite") == "ok"
             rows = _judgments(store)
             assert {(b["question_id"], b["page"], b["grade"]) for b in acked} <= rows  # none lost
             assert len(acked) <= len(rows) <= len(acked) + 1 < len(LABELS)  # at most the one in flight
@@ -301,7 +305,7 @@ def _label(store: Path, questions: Path, crash: bool) -> bytes:
 
 def test_kill_during_label_writes(index_store: Path, tmp_path: Path) -> None:
     from sourcepage.evaluation.questions import read_questions
-    from sourcepage.judge import judgments as jm
+    from sourcepage.labels import judgments as jm
 
     questions = tmp_path / "questions.jsonl"
     questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")

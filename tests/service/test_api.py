@@ -16,10 +16,10 @@ from service_client import LocalClient
 
 from sourcepage import api
 from sourcepage.evaluation.questions import read_questions
+from sourcepage.labels import reviews as review
 from sourcepage.service import app as service
 from sourcepage.service import pages
 from sourcepage.service.app import create_app, segments
-from sourcepage.support import review
 
 SPEC_FIELDS = {"question", "method", "text_version", "decision", "reasons", "results"}
 SPEC_RESULT_FIELDS = {
@@ -380,13 +380,13 @@ def test_review_validation(client: TestClient, payload: dict, words: str) -> Non
 
 def test_review_log_is_append_only(fresh_store: Path) -> None:
     review.record(fresh_store, "q?", "bm25", "raw", "review", "refuse", [], "ada")
-    con = sqlite3.connect(fresh_store / review.DB_NAME)
+    con = sqlite3.connect(fresh_store / "labels.sqlite")
     with pytest.raises(sqlite3.DatabaseError, match="append-only"):
         with con:
-            con.execute("UPDATE reviews SET decision='answer'")
+            con.execute("UPDATE labels SET body=json_set(body, '$.decision', 'answer')")
     with pytest.raises(sqlite3.DatabaseError, match="append-only"):
         with con:
-            con.execute("DELETE FROM reviews")
+            con.execute("DELETE FROM labels")
     con.close()
     assert [r.decision for r in review.list_reviews(fresh_store)] == ["refuse"]
 

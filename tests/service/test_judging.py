@@ -1,4 +1,4 @@
-"""Relevance judging through the service (sourcepage.judge.judgments behind HTTP)."""
+"""Relevance judging through the service (sourcepage.labels.judgments behind HTTP)."""
 
 from __future__ import annotations
 

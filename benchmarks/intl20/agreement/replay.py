@@ -18,7 +18,7 @@ import csv
 import sys
 from pathlib import Path
 
-from sourcepage import judge as J
+from sourcepage.labels import judgments as J
 
 HERE = Path(__file__).parent
 

@@ -4,7 +4,7 @@ One module per stage, each only parsing options, calling the library and printin
 
 - ``corpus``: ingest, audit
 - ``retrieval``: index, search
-- ``labels``: judge, calibrate, reviews
+- ``labels``: judge, calibrate, reviews, desk
 - ``serve``: serve, reviewer (add / remove / list)
 - ``evaluation``: eval, bench
 - ``sweep``: sweep
@@ -41,6 +41,7 @@ app.command()(labels.calibrate)
 app.command()(serve.serve)
 app.add_typer(serve.reviewer_app, name="reviewer")
 app.command()(labels.reviews)
+app.command()(labels.desk)
 app.command("eval")(evaluation.eval_)
 app.command()(evaluation.bench)
 app.command()(sweep.sweep)

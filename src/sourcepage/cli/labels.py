@@ -12,7 +12,9 @@ from rich.table import Table
 from sourcepage.cli._common import METHOD_GRAMMAR, StoreOpt, Text, err, escape, fail, out, progress, ticker
 
 if TYPE_CHECKING:
-    from sourcepage.judge.session import Card
+    from sourcepage.labels.session import Card
+    from sourcepage.records import Question
+    from sourcepage.store.db import Store
 
 
 def _ask(prompt: str) -> str:
@@ -54,9 +56,7 @@ def judge(
     ] = "bm25,lsa",
     depth: Annotated[int, typer.Option(help="Pages pooled per method and question.")] = 10,
     version: Annotated[str, typer.Option(help="Text version searched for the pool.")] = "raw",
-    db: Annotated[
-        Path | None, typer.Option("--db", help="Judgments file (default STORE/judgments.sqlite).")
-    ] = None,
+    db: Annotated[Path | None, typer.Option("--db", help="Label log (default STORE/labels.sqlite).")] = None,
     kappa: Annotated[
         str | None, typer.Option("--kappa", help="Other reviewer: print Cohen's kappa and disagreements.")
     ] = None,
@@ -68,8 +68,9 @@ def judge(
     ] = False,
 ) -> None:
     """Judge pooled pages for each question (resumable); kappa, adjudication and export."""
-    from sourcepage import judge as J
     from sourcepage.evaluation.questions import QuestionError, read_questions
+    from sourcepage.labels import judgments as J
+    from sourcepage.labels import session as S
     from sourcepage.retrieval.search import Searcher
     from sourcepage.store.db import Store, StoreError
 
@@ -93,7 +94,7 @@ def judge(
     except (StoreError, QuestionError, OSError) as e:
         fail(str(e))
     conn = J.connect(db or J.default_path(store))
-    cards = J.Cards(st, qs)
+    cards = S.Cards(st, qs)
     terminal = {"ask": _ask, "show": _show, "say": _hint}
 
     acted = False
@@ -121,7 +122,7 @@ def judge(
         else:
             out.print("no disagreements")
         if adjudicate_:
-            J.adjudicate_pairs(conn, cards, dis, reviewer, kappa, **terminal)
+            S.adjudicate_pairs(conn, cards, dis, reviewer, kappa, **terminal)
     if export_to is not None:
         acted = True
         rep = J.export(conn, qs, export_to, reviewer=reviewer)
@@ -144,7 +145,7 @@ def judge(
     todo = J.pending(conn, pooled, reviewer)
     total = sum(len(v) for v in pooled.values())
     out.print(f"{reviewer}: {total - len(todo)}/{total} pooled pages judged, {len(todo)} to go", markup=False)
-    done = J.judge_pairs(conn, cards, todo, reviewer, **terminal)
+    done = S.judge_pairs(conn, cards, todo, reviewer, **terminal)
     left = len(J.pending(conn, pooled, reviewer))
     out.print(f"recorded {done} judgments; {left} pending (run again to resume)")
 
@@ -163,6 +164,13 @@ def calibrate(
         typer.Option(help="Share of unsupported / out-of-domain questions the answer threshold may answer."),
     ] = 0.0,
     seed: int = 42,
+    from_reviews: Annotated[
+        bool,
+        typer.Option(
+            "--from-reviews",
+            help="Add the store's reviewed questions (reviewer log, desk decisions) to the dev set.",
+        ),
+    ] = False,
 ) -> None:
     """Refine the shipped answer / review / refuse policy on this store's development questions;
     store it with the index and say how much it changed."""
@@ -175,6 +183,8 @@ def calibrate(
     try:
         st = Store(store)
         qs = read_questions(questions, known_pages=st.page_ids())
+        if from_reviews:
+            qs = _with_reviewed(st, qs)
         check_classes(qs, questions)
         with progress() as prog:
             tick = ticker(prog)
@@ -204,6 +214,29 @@ def calibrate(
     out.print(describe_calibration(rep), markup=False)
 
 
+def _with_reviewed(st: Store, qs: list[Question]) -> list[Question]:
+    """``qs`` and the store's reviewed questions (the latest review of each; a question
+    already in ``qs`` keeps its benchmark label)."""
+    from sourcepage.evaluation.questions import question_from_dict
+    from sourcepage.labels import reviews as R
+    from sourcepage.store.labels import normalise_question
+
+    topics = {d.doc_id: d.topic for d in st.documents()}
+    known = {normalise_question(q.question) for q in qs}
+    added = [
+        question_from_dict(d)
+        for d in R.export_questions(R.list_reviews(st.path), topics)
+        if normalise_question(d["question"]) not in known
+    ]
+    classes = {c: sum(q.answerability == c for q in added) for c in ("answerable", "unsupported")}
+    out.print(
+        f"from the reviewer log: {len(added)} reviewed questions added "
+        f"({classes['answerable']} answered, {classes['unsupported']} refused by a reviewer)",
+        markup=False,
+    )
+    return [*qs, *added]
+
+
 def reviews(
     store: StoreOpt = Path(".store"),
     question: Annotated[str | None, typer.Option(help="Record a review of this question.")] = None,
@@ -220,9 +253,9 @@ def reviews(
     export: Annotated[Path | None, typer.Option(help="Write the log as questions.jsonl.")] = None,
 ) -> None:
     """The reviewer log of referred questions: record a decision, list the log, export it."""
+    from sourcepage.labels import reviews as R
     from sourcepage.store.db import Store, StoreError
     from sourcepage.store.files import write_text
-    from sourcepage.support import review as R
 
     try:
         st = Store(store)
@@ -247,3 +280,37 @@ def reviews(
         topics = {d.doc_id: d.topic for d in st.documents()}
         write_text(export, R.export_jsonl(log, topics))
         out.print(f"wrote {export}", markup=False)
+
+
+def desk(
+    store: StoreOpt = Path(".store"),
+    status: Annotated[str, typer.Option(help="pending, decided or all.")] = "pending",
+    jurisdiction: Annotated[
+        str | None, typer.Option(help="Only referrals with pages of this jurisdiction.")
+    ] = None,
+    topic: Annotated[str | None, typer.Option(help="Only referrals with pages of this topic.")] = None,
+) -> None:
+    """The reviewer's desk: the referred questions, oldest first (decide them at /desk)."""
+    from sourcepage.labels import referrals as F
+
+    if status not in (*F.STATUSES, "all"):
+        fail(f"--status must be pending, decided or all, got {status!r}")
+    if not (store / "store.sqlite").exists():
+        fail(f"no store at {store} (run `sourcepage ingest` first)")
+    picked, counts = F.queue(F.referrals(store), None if status == "all" else status, jurisdiction, topic)
+    t = Table(title=f"Reviewer's desk — {counts['pending']} pending, {counts['decided']} decided")
+    for col in ("id", "referred", "asked", "status", "jurisdictions", "question"):
+        t.add_column(col, overflow="fold")
+    for r in picked:
+        d = r.as_dict()
+        status_cell = r.status if r.decision is None else f"{r.decision.decision} ({r.decision.reviewer})"
+        cells = (
+            d["created_at"][:16].replace("T", " "),
+            str(d["asked"]),
+            status_cell,
+            " ".join(d["jurisdictions"]),
+        )
+        t.add_row(str(r.id), *(escape(c) for c in cells), escape(r.question))
+    out.print(t)
+    if picked:
+        out.print(Text("decide at /desk/ID of `sourcepage serve` (a reviewer's sign-in)", style="dim"))

@@ -135,6 +135,14 @@ def _highlight(passage: str, spans: list[tuple[int, int]], limit: int = 400) -> 
     return text
 
 
+#: the longest value a column of the plain results table shows (the rest ends in "…")
+LONGEST = {"authority": 28, "type": 14, "role": 10}
+
+
+def _short(value: str, limit: int | None) -> str:
+    return value if limit is None or len(value) <= limit else value[: limit - 1].rstrip() + "…"
+
+
 def _results_table(res: dict, version: str, question: str, width: int) -> Table:
     """The ranked pages; on a terminal under 120 columns only what identifies and dates a
     page (rank, page, score, title, jurisdiction, year), so no column is squeezed away."""
@@ -161,19 +169,35 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
             else {}
         ),
     )
-    rows = [
-        {c: str({**r, "score": f"{r['score']:.4g}", "title": r["title"][:48]}[f]) for c, f in fields.items()}
-        for r in res["results"]
-    ]
-    # the title takes what the other columns leave (rich would squeeze short columns to nothing)
-    others = sum(max([len(c)] + [len(row[c]) for row in rows]) + 2 for c in fields if c != "title")
+
+    def cells(r: dict) -> dict[str, str]:
+        return {
+            c: _short(str({**r, "score": f"{r['score']:.4g}"}[f]), LONGEST.get(c)) for c, f in fields.items()
+        }
+
+    # the title takes what the other columns leave, in one or two lines; columns go (role,
+    # type, authority) until it has room (rich would squeeze short columns to nothing, and
+    # a long authority name took nine lines)
+    while True:
+        rows = [cells(r) for r in res["results"]]
+        widths = {c: max([len(c)] + [len(row[c]) for row in rows]) for c in fields if c != "title"}
+        overhead = 2 * (len(fields) - 1) if narrow else 3 * len(fields) + 1
+        title_width = max(10, width - sum(widths.values()) - overhead - 1)
+        dropped = next((c for c in ("role", "type", "authority") if c in fields), None)
+        if narrow or title_width >= 24 or dropped is None:
+            break
+        del fields[dropped]
+    room = title_width if narrow else 2 * title_width - 8  # two lines, with room for word breaks
+    for row in rows:
+        row["title"] = _short(row["title"], min(48, room))
     for col in fields:
         t.add_column(
             col,
             no_wrap=narrow or col != "title",
             overflow="ellipsis",
             justify="right" if col in ("rank", "score") else "left",
-            max_width=max(10, width - others - 4) if narrow and col == "title" else None,
+            min_width=widths.get(col),
+            max_width=title_width if col == "title" else None,
         )
     for row in rows:
         t.add_row(*(escape(v) for v in row.values()))
@@ -237,6 +261,8 @@ def search(
             "as interchangeable.",
             highlight=False,
         )
+    _routing_line(res)
+    _desk_lines(res)
     tm = res.get("timings_ms")
     if tm:
         out.print(
@@ -256,3 +282,49 @@ def search(
     for r in res["results"][:3]:
         out.print(Text(f"\n[{r['rank']}] {r['page']} ({r['chunk_id']})", style="bold"))
         out.print(_highlight(r["passage"], [tuple(s) for s in r["highlights"]]))
+
+
+def _desk_lines(res: dict) -> None:
+    """What the reviewer's desk adds: a reviewed answer, or where the referral is followed."""
+    rv = res.get("reviewed")
+    if rv:
+        near = (
+            ""
+            if rv["match"] == "same question"
+            else f" to {rv['question']!r} (similarity {rv['similarity']:.2f})"
+        )
+        out.print(
+            Text(
+                f"reviewed answer{near}: {rv['decision']} by {rv['reviewer']} on {rv['decided_at'][:10]}",
+                style="bold green",
+            )
+        )
+        if rv["answer"]:
+            out.print(Text("  " + rv["answer"]))
+        if rv["pages"]:
+            out.print(Text("  sources: " + ", ".join(rv["pages"]), style="dim"))
+    elif res.get("referral"):
+        ref = res["referral"]
+        out.print(
+            Text(
+                f"referred to the reviewer's desk as question #{ref['id']} (serve it: {ref['url']};"
+                " `sourcepage desk` lists the queue)",
+                style="yellow",
+            )
+        )
+
+
+def _routing_line(res: dict) -> None:
+    """Which jurisdictions the search was limited to, and why (nothing when the question
+    names none)."""
+    rt = res.get("routing") or {}
+    if not rt.get("jurisdictions"):
+        return
+    codes, names = ", ".join(rt["jurisdictions"]), ", ".join(rt["matched"])
+    if rt.get("applied"):
+        line = f"routing: searched only {codes} documents (the question names {names})"
+    elif "jurisdiction" in (res.get("filters") or {}):
+        line = f"routing: the question names {names} ({codes}); the jurisdiction filter decides instead"
+    else:
+        line = f"routing: the question names {names} ({codes}); {res['method']} does not route: all searched"
+    out.print(Text(line, style="cyan"))

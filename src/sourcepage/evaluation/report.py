@@ -278,6 +278,7 @@ def write_report(
                     ],
                 )
             )
+    parts.append(ratings_section(qs))
     parts.append("\n## Figures\n\n" + "".join(f"![{f}]({f})\n\n" for f in figs))
     parts.append(
         "## Reproducibility\n\n"
@@ -289,6 +290,29 @@ def write_report(
     text = re.sub(r"\n+(#+ )", r"\n\n\1", "".join(parts))  # a blank line before every heading
     text = re.sub(r"(#+ [^\n]*)\n+", r"\1\n\n", text)  # and after it
     return write_text(out / "report.md", re.sub(r"\n{3,}", "\n\n", text))
+
+
+def ratings_section(qs: Sequence[Question]) -> str:
+    """The means of the reviewers' ratings (1-5) a question set carries (``ratings``, kept
+    when reviewed referrals are exported as questions); '' when no question has any."""
+    by: dict[str, list[int]] = {}
+    rated = 0
+    for q in qs:
+        got = q.extra.get("ratings")
+        if not isinstance(got, Mapping):
+            continue
+        rated += 1
+        for name, v in got.items():
+            if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 5:
+                by.setdefault(str(name), []).append(v)
+    if not by:
+        return ""
+    rows = [[name, len(v), f"{_mean(v):.2f}", min(v), max(v)] for name, v in sorted(by.items())]
+    return (
+        "\n## Reviewer ratings\n\n"
+        f"{rated} of {len(qs)} questions carry a reviewer's ratings of the system's draft answer "
+        "(1 poor - 5 excellent).\n\n" + _table(["rating", "questions", "mean", "min", "max"], rows)
+    )
 
 
 def _mark(method: str) -> str:

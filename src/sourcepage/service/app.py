@@ -13,6 +13,9 @@ per-app settings on ``app.state`` (read by the dependencies of
   (the page image beside its text, metadata and the reviewer form);
 - :mod:`~sourcepage.service.reviews`: ``POST /reviews``, ``GET /reviews``, ``GET
   /reviews/export``, ``/review-log``;
+- :mod:`~sourcepage.service.desk`: ``GET /referrals``, ``GET /referrals/{id}``, ``POST
+  /referrals/{id}/decision``, ``/desk``, ``/desk/{id}``, ``/questions/{id}`` (the reviewer's
+  desk and the asker's page);
 - :mod:`~sourcepage.service.judging`: ``/judgments/*``, ``/judge`` (when the judge
   package is installed);
 - :mod:`~sourcepage.service.auth`: ``/login``, ``/logout``, and the Guard middleware
@@ -38,7 +41,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sourcepage.service import auth, documents, hardening, pages, reviews, search
+from sourcepage.service import auth, desk, documents, hardening, pages, reviews, search
 from sourcepage.service.deps import HERE, JUDGING, TEMPLATES, open_shared_store, readable, segments
 from sourcepage.service.render import ImageGate
 from sourcepage.store.db import Store
@@ -49,7 +52,7 @@ __all__ = ["app_from_env", "corpus_from_store", "create_app", "segments"]
 log = logging.getLogger("sourcepage.service")
 
 #: path prefixes of the JSON API: their errors are JSON even for a browser
-JSON_PREFIXES = ("/pages", "/search", "/reviews", "/documents", "/judgments")
+JSON_PREFIXES = ("/pages", "/search", "/reviews", "/documents", "/judgments", "/referrals")
 
 
 class _CatchAll:
@@ -221,7 +224,7 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
     app.add_api_route("/favicon.ico", _favicon, include_in_schema=False)
-    for module in (search, documents, pages, reviews, auth):
+    for module in (search, documents, pages, reviews, desk, auth):
         app.include_router(module.router)
     if JUDGING:
         from sourcepage.service import judging

@@ -35,7 +35,7 @@ FACET_LABELS = {
 Version = Literal["raw", "cleaned", "enriched"]
 
 #: the judging pages and endpoints exist when the judge package is installed
-JUDGING = importlib.util.find_spec("sourcepage.judge.judgments") is not None
+JUDGING = importlib.util.find_spec("sourcepage.labels.judgments") is not None
 
 
 def http_url(url: str) -> str:

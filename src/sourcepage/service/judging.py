@@ -1,10 +1,10 @@
-"""Relevance judging over HTTP and on the web page (:mod:`sourcepage.judge.judgments`).
+"""Relevance judging over HTTP and on the web page (:mod:`sourcepage.labels.judgments`).
 
-Judgments are kept in ``<store>/judgments.sqlite`` (append-only). Recording and
+Judgments are kept in the store's label log, ``<store>/labels.sqlite`` (append-only). Recording and
 adjudicating need the reviewer signed in (:mod:`sourcepage.service.auth`). Pooling and export
 need a question set (``create_app(..., questions=FILE)`` / ``serve --questions``);
 recording, agreement and adjudication work on any question ids the set holds.
-Each request opens the judgments file and closes it; the SQL is in the judge module.
+Each request opens the label log and closes it; the SQL is in :mod:`sourcepage.store.labels`.
 
 JSON: ``GET /judgments/pool``, ``POST /judgments``, ``GET /judgments``,
 ``GET /judgments/agreement``, ``POST /judgments/adjudicate``, ``GET /judgments/export``.
@@ -14,10 +14,8 @@ and ``/judge/agreement`` (Cohen's kappa, disagreements, adjudication).
 
 from __future__ import annotations
 
-import sqlite3
 import tempfile
 import threading
-from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,7 +27,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from sourcepage import api
-from sourcepage.judge import judgments as jm
+from sourcepage.labels import judgments as jm
 from sourcepage.records import Question
 from sourcepage.retrieval.index import IndexMissing
 from sourcepage.retrieval.methods import parse_method
@@ -37,6 +35,7 @@ from sourcepage.retrieval.tokenize import content_terms
 from sourcepage.service.auth import form_writer, require_writer
 from sourcepage.service.deps import DB, TEMPLATES, Questions, StorePath, resolve_page
 from sourcepage.store.db import Store
+from sourcepage.store.labels import LabelLog
 
 Methods = Annotated[str, Query(max_length=200, description="Comma-separated methods to pool.")]
 Depth = Annotated[int, Query(ge=1, le=50, description="Pages per method and question.")]
@@ -87,9 +86,9 @@ State = Annotated[JudgingState, Depends(judging_state)]
 router = APIRouter()
 
 
-def opened(store: Path) -> closing[sqlite3.Connection]:
-    """The store's judgments file, closed when the ``with`` block ends."""
-    return closing(jm.connect(jm.default_path(store)))
+def opened(store: Path) -> LabelLog:
+    """The store's label log, closed when the ``with`` block ends."""
+    return jm.connect(jm.default_path(store))
 
 
 def need_questions(questions: list[Question] | None) -> list[Question]:

@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from sourcepage import api
+from sourcepage.labels import reviews as review
 from sourcepage.limits import LimitExceeded
 from sourcepage.records import Document, parse_page_id
 from sourcepage.retrieval.tokenize import content_terms
@@ -41,7 +42,6 @@ from sourcepage.service.render import ImageGate, render_page
 from sourcepage.service.reviews import ReviewBody, record_review
 from sourcepage.service.search import search_query, ui_params, ui_search
 from sourcepage.store.db import Store
-from sourcepage.support import review
 
 router = APIRouter()
 
@@ -187,6 +187,8 @@ def _page_image(
         "X-Render-Scale": str(info.get("scale", scale)),
         "X-Quote-Boxes": str(info["quote_boxes"]),
     }
+    if info.get("highlight_top") is not None:
+        headers["X-Highlight-Top"] = str(info["highlight_top"])
     return Response(png, media_type="image/png", headers=headers)
 
 

@@ -242,7 +242,11 @@ def render_in_process(
     out = Image.alpha_composite(image, overlay).convert("RGB")
     buf = io.BytesIO()
     out.save(buf, format="PNG", optimize=False)
+    # where the highlight starts, as a share of the image's height (the page view scrolls there)
+    marked = quote_boxes or passage_boxes
+    first = max(0.0, min(px(b, 0)[1] for b in marked)) / image.size[1] if marked else None
     info = {
+        "highlight_top": round(first, 4) if first is not None else None,
         "passage_boxes": len(passage_boxes),
         "term_boxes": len(term_boxes),
         "quote_boxes": len(quote_boxes),

@@ -1,4 +1,4 @@
-"""The reviewer log (:mod:`sourcepage.support.review`) over HTTP: ``POST /reviews``,
+"""The reviewer log (:mod:`sourcepage.labels.reviews`) over HTTP: ``POST /reviews``,
 ``GET /reviews``, ``GET /reviews/export`` and the HTML ``/review-log``. The page view's
 form (:mod:`sourcepage.service.pages`) records through :func:`record_review` too. A
 review is recorded only for the reviewer signed in (:mod:`sourcepage.service.auth`).
@@ -13,11 +13,11 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 
+from sourcepage.labels import reviews as review
 from sourcepage.records import parse_page_id
 from sourcepage.service.auth import require_writer
 from sourcepage.service.deps import DB, TEMPLATES, StorePath, Version
 from sourcepage.store.db import Store
-from sourcepage.support import review
 
 router = APIRouter()
 
@@ -36,9 +36,9 @@ class ReviewBody(BaseModel):
     topic: str = Field("", max_length=100, description="Topic slug for the exported question (optional).")
 
 
-def record_review(db: Store, store: Path, body: ReviewBody) -> review.Review:
-    """Append a review after checking its evidence pages are pages of the store (422)."""
-    for p in body.pages:
+def check_pages(db: Store, pages: list[str]) -> None:
+    """422 unless every page is a page of the store."""
+    for p in pages:
         try:
             doc_id, n = parse_page_id(p)
         except ValueError as e:
@@ -47,6 +47,11 @@ def record_review(db: Store, store: Path, body: ReviewBody) -> review.Review:
             raise HTTPException(422, f"page {p!r}: no document {doc_id!r} in this store")
         if db.page(doc_id, n) is None:
             raise HTTPException(422, f"page {p!r} is not in this store")
+
+
+def record_review(db: Store, store: Path, body: ReviewBody) -> review.Review:
+    """Append a review after checking its evidence pages are pages of the store (422)."""
+    check_pages(db, body.pages)
     try:
         return review.record(store, **body.model_dump())
     except ValueError as e:

@@ -37,4 +37,44 @@
     radios.forEach(function (r) { r.addEventListener("change", sync); });
     sync();
   });
+  // the desk's decision form keeps what was typed through a sign-in: saved on submit, put
+  // back when the server sends the reviewer back with ?restore=1 (the session had ended)
+  document.querySelectorAll("form[data-draft]").forEach(function (form) {
+    var key = "sourcepage.draft." + form.dataset.draft;
+    function fields() { return form.querySelectorAll("textarea, select, input[type=radio], input[type=checkbox]"); }
+    form.addEventListener("submit", function () {
+      var saved = {};
+      fields().forEach(function (f) {
+        if (f.type === "radio" || f.type === "checkbox") saved[f.name + "=" + f.value] = f.checked;
+        else saved[f.name] = f.value;
+      });
+      try { sessionStorage.setItem(key, JSON.stringify(saved)); } catch (e) { /* storage unavailable */ }
+    });
+    if (!/[?&]restore=1/.test(location.search)) return;
+    var saved = null;
+    try { saved = JSON.parse(sessionStorage.getItem(key) || "null"); } catch (e) { saved = null; }
+    if (!saved) return;
+    fields().forEach(function (f) {
+      var k = (f.type === "radio" || f.type === "checkbox") ? f.name + "=" + f.value : f.name;
+      if (!(k in saved)) return;
+      if (f.type === "radio" || f.type === "checkbox") f.checked = saved[k]; else f.value = saved[k];
+    });
+    form.querySelectorAll("input[name=decision]").forEach(function (r) { r.dispatchEvent(new Event("change")); });
+  });
+  // the page view: scroll the page image's frame to the highlighted quote (the image
+  // response says where it starts, X-Highlight-Top; read from the browser's cache)
+  document.querySelectorAll("img[data-scroll-to-highlight]").forEach(function (img) {
+    var frame = img.closest(".image-frame");
+    function go() {
+      if (!frame || !window.fetch) return;
+      fetch(img.currentSrc || img.src, { cache: "force-cache" }).then(function (r) {
+        var at = parseFloat(r.headers.get("X-Highlight-Top") || "");
+        if (!(at > 0)) return;
+        var y = at * img.clientHeight - frame.clientHeight / 3;
+        frame.scrollTop = Math.max(0, y);
+        img.dataset.scrolledTo = String(Math.round(frame.scrollTop));
+      }).catch(function () { /* the image stays at its top */ });
+    }
+    if (img.complete && img.naturalWidth) go(); else img.addEventListener("load", go);
+  });
 })();

@@ -1,10 +1,10 @@
 """Relevance judgments for a benchmark: pool, judge, agree, adjudicate, export (study §3.5).
 
-Judgments live in their own SQLite file (default ``<store>/judgments.sqlite``) so the
-store itself is never written. The table is append-only, enforced by the database
-(triggers refuse UPDATE and DELETE on any connection): judging the same
-(question, page, reviewer) again adds a row; the *current* judgment is the latest row
-(highest id) and every earlier one stays as history.
+Judgments are rows of kind ``judgment`` in the label log (:mod:`sourcepage.store.labels`,
+default ``<store>/labels.sqlite``), so the store itself is never written. The log is
+append-only, enforced by the database: judging the same (question, page, reviewer) again
+adds a row; the *current* judgment is the latest row (highest id) and every earlier one
+stays as history.
 
 Final grade of a (question, page) pair, as :func:`export` uses it:
 
@@ -18,8 +18,6 @@ A page nobody judged keeps its original label from the question set.
 
 from __future__ import annotations
 
-import sqlite3
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +25,7 @@ from typing import Any
 
 from sourcepage.evaluation.questions import questions_to_jsonl
 from sourcepage.records import Question, parse_page_id
+from sourcepage.store.labels import DB_NAME, LabelLog, log_path
 
 __all__ = [
     "ADJUDICATOR",
@@ -46,25 +45,8 @@ __all__ = [
     "record",
 ]
 
-DB_NAME = "judgments.sqlite"
 #: Prefix of the reviewer name under which adjudications are recorded.
 ADJUDICATOR = "adjudicator:"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS judgments (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  question_id TEXT NOT NULL,
-  page TEXT NOT NULL,
-  grade INTEGER NOT NULL CHECK (grade IN (0, 1, 2)),
-  reviewer TEXT NOT NULL,
-  note TEXT NOT NULL DEFAULT '',
-  created_at TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS judgments_key ON judgments (question_id, page, reviewer, id);
-CREATE TRIGGER IF NOT EXISTS judgments_no_update BEFORE UPDATE ON judgments
-  BEGIN SELECT RAISE(ABORT, 'judgments are append-only: record a new judgment instead'); END;
-CREATE TRIGGER IF NOT EXISTS judgments_no_delete BEFORE DELETE ON judgments
-  BEGIN SELECT RAISE(ABORT, 'judgments are append-only: record a new judgment instead'); END;
-"""
 
 Key = tuple[str, str, str]  # (question id, page, reviewer)
 
@@ -73,27 +55,18 @@ def _page_key(page: str) -> tuple[str, int]:
     return parse_page_id(page)
 
 
-def _now() -> str:
-    t = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
-
-
 # --------------------------------------------------------------------------- file
 
 
 def default_path(store: str | Path) -> Path:
-    """``<store>/judgments.sqlite``: next to the store, never inside ``store.sqlite``."""
+    """``<store>/labels.sqlite``: the store's label log, never inside ``store.sqlite``."""
     return Path(store) / DB_NAME
 
 
-def connect(path: str | Path) -> sqlite3.Connection:
-    """Open (creating if needed) a judgments file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, timeout=30)
-    with conn:
-        conn.executescript(_SCHEMA)
-    return conn
+def connect(path: str | Path) -> LabelLog:
+    """Open (creating if needed) a label log: a store folder's, or the file ``path``. An
+    older judgments file given as ``path`` is read into the log on first open."""
+    return LabelLog(log_path(path), create_dirs=True)
 
 
 # --------------------------------------------------------------------------- pooling
@@ -149,7 +122,7 @@ def pool(
 # --------------------------------------------------------------------------- recording
 
 
-def _insert(db: sqlite3.Connection, qid: str, page: str, grade: int, reviewer: str, note: str) -> int:
+def _insert(db: LabelLog, qid: str, page: str, grade: int, reviewer: str, note: str) -> int:
     if not isinstance(qid, str) or not qid.strip():
         raise ValueError(f"empty question id: {qid!r}")
     parse_page_id(page)
@@ -157,61 +130,53 @@ def _insert(db: sqlite3.Connection, qid: str, page: str, grade: int, reviewer: s
         raise ValueError(f"bad grade {grade!r} (must be 0, 1 or 2)")
     if not reviewer or not reviewer.strip():
         raise ValueError("empty reviewer name")
-    with db:
-        cur = db.execute(
-            "INSERT INTO judgments (question_id, page, grade, reviewer, note, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (qid, page, int(grade), reviewer, note or "", _now()),
-        )
-    return int(cur.lastrowid or 0)
+    return db.append("judgment", qid, reviewer, {"page": page, "grade": int(grade), "note": note or ""}).id
 
 
-def record(db: sqlite3.Connection, qid: str, page: str, grade: int, reviewer: str, note: str = "") -> int:
+def record(db: LabelLog, qid: str, page: str, grade: int, reviewer: str, note: str = "") -> int:
     """Append one judgment; returns its row id. Earlier judgments are kept as history."""
     if reviewer.startswith(ADJUDICATOR):
         raise ValueError(f"reviewer names starting with {ADJUDICATOR!r} are reserved: use adjudicate()")
     return _insert(db, qid, page, grade, reviewer, note)
 
 
-def adjudicate(
-    db: sqlite3.Connection, qid: str, page: str, grade: int, adjudicator: str, note: str = ""
-) -> int:
+def adjudicate(db: LabelLog, qid: str, page: str, grade: int, adjudicator: str, note: str = "") -> int:
     """Record a final grade as reviewer ``adjudicator:<name>``; it takes precedence in export."""
     return _insert(db, qid, page, grade, ADJUDICATOR + adjudicator, note)
 
 
 def history(
-    db: sqlite3.Connection, qid: str | None = None, page: str | None = None, reviewer: str | None = None
+    db: LabelLog, qid: str | None = None, page: str | None = None, reviewer: str | None = None
 ) -> list[dict[str, Any]]:
     """Every judgment row (oldest first), optionally for one question / page / reviewer."""
-    sql = "SELECT id, question_id, page, grade, reviewer, note, created_at FROM judgments WHERE 1=1"
-    args: list[str] = []
-    for col, val in (("question_id", qid), ("page", page), ("reviewer", reviewer)):
-        if val is not None:
-            sql += f" AND {col}=?"
-            args.append(val)
-    cur = db.execute(sql + " ORDER BY id", args)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+    rows = [
+        {
+            "id": x.id,
+            "question_id": x.subject,
+            "page": x.body["page"],
+            "grade": x.body["grade"],
+            "reviewer": x.actor,
+            "note": x.body.get("note", ""),
+            "created_at": x.created_at,
+        }
+        for x in db.labels("judgment", qid, reviewer)
+    ]
+    return [r for r in rows if page is None or r["page"] == page]
 
 
-def current(db: sqlite3.Connection, reviewer: str | None = None) -> dict[Key, int]:
-    """(question id, page, reviewer) -> the latest grade; one reviewer's only when given."""
-    sql = (
-        "SELECT j.question_id, j.page, j.reviewer, j.grade FROM judgments j JOIN"
-        " (SELECT MAX(id) AS id FROM judgments GROUP BY question_id, page, reviewer) m ON m.id = j.id"
-    )
-    args: tuple[str, ...] = ()
-    if reviewer is not None:
-        sql += " WHERE j.reviewer=?"
-        args = (reviewer,)
-    rows = db.execute(sql + " ORDER BY j.id", args).fetchall()
-    return {(q, p, r): g for q, p, r, g in rows}
+def _latest(db: LabelLog) -> dict[Key, tuple[int, int]]:
+    """(question id, page, reviewer) -> (id, grade) of its latest judgment."""
+    return {(x.subject, x.body["page"], x.actor): (x.id, x.body["grade"]) for x in db.labels("judgment")}
 
 
-def pending(
-    db: sqlite3.Connection, pool: Mapping[str, Sequence[str]], reviewer: str
-) -> list[tuple[str, str]]:
+def current(db: LabelLog, reviewer: str | None = None) -> dict[Key, int]:
+    """(question id, page, reviewer) -> the latest grade, in the order of those latest
+    rows; one reviewer's only when given."""
+    latest = sorted(_latest(db).items(), key=lambda kv: kv[1][0])
+    return {k: g for k, (_, g) in latest if reviewer is None or k[2] == reviewer}
+
+
+def pending(db: LabelLog, pool: Mapping[str, Sequence[str]], reviewer: str) -> list[tuple[str, str]]:
     """The pooled (question id, page) pairs ``reviewer`` has not judged yet, in pool order."""
     done = {(q, p) for q, p, _ in current(db, reviewer)}
     return [(qid, page) for qid, pages in pool.items() for page in pages if (qid, page) not in done]
@@ -220,7 +185,7 @@ def pending(
 # --------------------------------------------------------------------------- agreement
 
 
-def _pairs(db: sqlite3.Connection, a: str, b: str) -> list[tuple[str, str, int, int]]:
+def _pairs(db: LabelLog, a: str, b: str) -> list[tuple[str, str, int, int]]:
     ga = {(q, p): g for (q, p, _), g in current(db, a).items()}
     gb = {(q, p): g for (q, p, _), g in current(db, b).items()}
     both = sorted(set(ga) & set(gb), key=lambda k: (k[0], _page_key(k[1])))
@@ -238,7 +203,7 @@ def _kappa(ya: Sequence[int], yb: Sequence[int], labels: Sequence[int]) -> float
     return None if k != k else k
 
 
-def cohens_kappa(db: sqlite3.Connection, reviewer_a: str, reviewer_b: str) -> dict[str, Any]:
+def cohens_kappa(db: LabelLog, reviewer_a: str, reviewer_b: str) -> dict[str, Any]:
     """Unweighted Cohen's kappa of the pairs both reviewers judged, graded and binary.
 
     ``kappa`` and ``agreement`` compare grades 0/1/2; ``kappa_binary`` and
@@ -263,7 +228,7 @@ def cohens_kappa(db: sqlite3.Connection, reviewer_a: str, reviewer_b: str) -> di
     }
 
 
-def disagreements(db: sqlite3.Connection, a: str, b: str) -> list[dict[str, Any]]:
+def disagreements(db: LabelLog, a: str, b: str) -> list[dict[str, Any]]:
     """Pairs both reviewers judged with different grades, by question then page."""
     return [
         {"question_id": q, "page": p, a: ga, b: gb, "grades": (ga, gb)}
@@ -276,15 +241,13 @@ def disagreements(db: sqlite3.Connection, a: str, b: str) -> list[dict[str, Any]
 
 
 def final_grades(
-    db: sqlite3.Connection, reviewer: str | None = None
+    db: LabelLog, reviewer: str | None = None
 ) -> tuple[dict[tuple[str, str], int], list[tuple[str, str]]]:
     """(question id, page) -> final grade (module docstring), and the unresolved pairs."""
     latest_adj: dict[tuple[str, str], tuple[int, int]] = {}
-    for row in db.execute(
-        "SELECT id, question_id, page, grade FROM judgments WHERE reviewer LIKE ? ORDER BY id",
-        (ADJUDICATOR.replace("_", r"\_") + "%",),
-    ):
-        latest_adj[(row[1], row[2])] = (row[0], row[3])
+    for x in db.labels("judgment"):
+        if x.actor.startswith(ADJUDICATOR):
+            latest_adj[(x.subject, x.body["page"])] = (x.id, x.body["grade"])
     by_pair: dict[tuple[str, str], dict[str, int]] = {}
     for (q, p, r), g in current(db).items():
         if not r.startswith(ADJUDICATOR):
@@ -316,7 +279,7 @@ class ExportReport:
 
 
 def export(
-    db: sqlite3.Connection,
+    db: LabelLog,
     questions: Sequence[Question],
     out_path: str | Path,
     reviewer: str | None = None,

@@ -14,13 +14,13 @@ recorded so far stay, and a later session resumes with the pairs still pending).
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sourcepage.judge.judgments import ADJUDICATOR, adjudicate, current, record
+from sourcepage.labels.judgments import ADJUDICATOR, adjudicate, current, record
 from sourcepage.records import Question, parse_page_id
+from sourcepage.store.labels import LabelLog
 
 Ask = Callable[[str], str]
 Say = Callable[[str], None]
@@ -107,7 +107,7 @@ def ask_note(ask: Ask) -> str:
 
 
 def judge_pairs(
-    conn: sqlite3.Connection,
+    conn: LabelLog,
     cards: Cards,
     todo: Sequence[tuple[str, str]],
     reviewer: str,
@@ -132,7 +132,7 @@ def judge_pairs(
 
 
 def adjudicate_pairs(
-    conn: sqlite3.Connection,
+    conn: LabelLog,
     cards: Cards,
     disagreements: Sequence[Mapping[str, Any]],
     reviewer: str,

@@ -1,11 +1,15 @@
 """The reviewer log: what a person decided about a question the system referred.
 
-The log is ``<store>/reviews.sqlite``, append-only: a record is never changed or
-deleted (SQLite triggers refuse it); a later record on the same question supersedes
-an earlier one when the log is exported. Each record holds the question, the method
+A review is a row of kind ``review`` in the store's label log
+(:mod:`sourcepage.store.labels`), append-only: a record is never changed or deleted
+(SQLite triggers refuse it); a later record on the same question supersedes an
+earlier one when the log is exported. Each record holds the question, the method
 and text version that retrieved the pages, what the system said (``answer``,
 ``refuse`` or ``review``), what the reviewer decided (``answer`` or ``refuse``), the
-pages the reviewer accepted as evidence, who, a note and when.
+pages the reviewer accepted as evidence, who, a note and when; a decision on a referral
+(:mod:`sourcepage.labels.referrals`) adds the referral's id, the accepted quotes, the
+answer written from them and the reviewer's ratings (1-5 for each of
+:data:`RATINGS`).
 
 :func:`export_questions` turns the log into benchmark questions (benchmark-format.md
 §3): an accepted answer becomes an ``answerable`` question whose evidence is the
@@ -15,37 +19,23 @@ accepted pages (grade 1), a refusal an ``unsupported`` question.
 from __future__ import annotations
 
 import json
-import re
-import sqlite3
-import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sourcepage.records import parse_page_id
-from sourcepage.store.db import now
+from sourcepage.store.labels import Label, LabelLog, normalise_question
 from sourcepage.vocabulary import TEXT_VERSIONS
 
-DB_NAME = "reviews.sqlite"
 SYSTEM_DECISIONS: tuple[str, ...] = ("answer", "refuse", "review")
 REVIEWER_DECISIONS: tuple[str, ...] = ("answer", "refuse")
 MAX_QUESTION = 500
 MAX_NOTE = 5000
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS reviews (
-  id INTEGER PRIMARY KEY AUTOINCREMENT, question TEXT NOT NULL, method TEXT NOT NULL,
-  text_version TEXT NOT NULL, system_decision TEXT NOT NULL, decision TEXT NOT NULL,
-  pages TEXT NOT NULL, reviewer TEXT NOT NULL, note TEXT NOT NULL, topic TEXT NOT NULL,
-  created_at TEXT NOT NULL);
-CREATE TRIGGER IF NOT EXISTS reviews_no_update BEFORE UPDATE ON reviews
-  BEGIN SELECT RAISE(ABORT, 'the review log is append-only'); END;
-CREATE TRIGGER IF NOT EXISTS reviews_no_delete BEFORE DELETE ON reviews
-  BEGIN SELECT RAISE(ABORT, 'the review log is append-only'); END;
-"""
-
-_lock = threading.Lock()
+MAX_ANSWER = 5000
+MAX_QUOTE = 2000
+#: what a reviewer rates an answer on, 1 (poor) to 5 (excellent), study §3.6
+RATINGS: tuple[str, ...] = ("correctness", "completeness", "faithfulness", "traceability", "usefulness")
 
 
 @dataclass(frozen=True)
@@ -63,27 +53,16 @@ class Review:
     note: str
     topic: str
     created_at: str
+    referral: int | None = None
+    quotes: tuple[str, ...] = ()
+    answer: str = ""
+    ratings: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["pages"] = list(self.pages)
+        d["quotes"] = list(self.quotes)
         return d
-
-
-def _connect(store: str | Path) -> sqlite3.Connection:
-    path = Path(store)
-    if not path.is_dir():
-        raise FileNotFoundError(f"no store folder at {path}")
-    conn = sqlite3.connect(path / DB_NAME, timeout=30)
-    conn.execute("PRAGMA journal_mode=WAL")
-    with conn:
-        conn.executescript(_SCHEMA)
-    return conn
-
-
-def normalise_question(question: str) -> str:
-    """The key that makes two spellings of one question the same: case and spacing."""
-    return re.sub(r"\s+", " ", question).strip().lower()
 
 
 def validate(
@@ -131,6 +110,19 @@ def validate(
     return problems
 
 
+def check_extras(quotes: Iterable[str], answer: str, ratings: Mapping[str, int]) -> list[str]:
+    """Problems with a referral decision's quotes, answer text and ratings."""
+    problems = [f"a quote is longer than {MAX_QUOTE} characters" for q in quotes if len(q) > MAX_QUOTE]
+    if len(answer) > MAX_ANSWER:
+        problems.append(f"the answer is longer than {MAX_ANSWER} characters")
+    for name, value in ratings.items():
+        if name not in RATINGS:
+            problems.append(f"unknown rating {name!r}; rate {', '.join(RATINGS)}")
+        elif isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
+            problems.append(f"rating {name} must be a whole number from 1 to 5, got {value!r}")
+    return problems
+
+
 def record(
     store: str | Path,
     question: str,
@@ -143,56 +135,72 @@ def record(
     note: str = "",
     topic: str = "",
     created_at: str | None = None,
+    *,
+    referral: int | None = None,
+    quotes: Iterable[str] = (),
+    answer: str = "",
+    ratings: Mapping[str, int] | None = None,
+    log: LabelLog | None = None,
 ) -> Review:
-    """Append one review (one SQLite transaction); ValueError lists every problem."""
+    """Append one review (one SQLite transaction); ValueError lists every problem.
+    ``log``: an open label log to write to (inside its transaction), else the store's."""
     pages = list(pages)
+    quotes = [q.strip() for q in quotes if q.strip()]
+    ratings = dict(ratings or {})
     problems = validate(question, method, text_version, system_decision, decision, pages, reviewer, note)
+    problems += check_extras(quotes, answer, ratings)
     if problems:
         raise ValueError("; ".join(problems))
-    row = (
-        question.strip(),
-        method.strip(),
-        text_version,
-        system_decision,
-        decision,
-        json.dumps(pages),
-        reviewer.strip(),
-        note.strip(),
-        topic.strip(),
-        created_at or now(),
+    body: dict[str, Any] = {
+        "question": question.strip(),
+        "method": method.strip(),
+        "text_version": text_version,
+        "system_decision": system_decision,
+        "decision": decision,
+        "pages": pages,
+        "note": note.strip(),
+        "topic": topic.strip(),
+    }
+    if referral is not None:
+        body.update(referral=referral, quotes=quotes, answer=answer.strip(), ratings=ratings)
+    subject = normalise_question(question)
+    if log is not None:
+        return from_label(log.add("review", subject, reviewer.strip(), body, created_at))
+    with LabelLog(store) as own:
+        return from_label(own.append("review", subject, reviewer.strip(), body, created_at))
+
+
+def from_label(x: Label) -> Review:
+    """The review a ``review`` row of the label log holds."""
+    b = x.body
+    return Review(
+        x.id,
+        b["question"],
+        b["method"],
+        b["text_version"],
+        b["system_decision"],
+        b["decision"],
+        tuple(b["pages"]),
+        x.actor,
+        b.get("note", ""),
+        b.get("topic", ""),
+        x.created_at,
+        b.get("referral"),
+        tuple(b.get("quotes", ())),
+        b.get("answer", ""),
+        dict(b.get("ratings", {})),
     )
-    with _lock:
-        conn = _connect(store)
-        try:
-            with conn:
-                cur = conn.execute(
-                    "INSERT INTO reviews (question, method, text_version, system_decision, decision,"
-                    " pages, reviewer, note, topic, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    row,
-                )
-            rid = int(cur.lastrowid or 0)
-        finally:
-            conn.close()
-    return Review(rid, row[0], row[1], row[2], row[3], row[4], tuple(pages), *row[6:])
 
 
-def list_reviews(store: str | Path, question: str | None = None) -> list[Review]:
+def list_reviews(store: str | Path | LabelLog, question: str | None = None) -> list[Review]:
     """Every record in the order written; with ``question``, only that question's."""
-    if not (Path(store) / DB_NAME).exists():
-        return []
-    conn = _connect(store)
-    try:
-        rows = conn.execute(
-            "SELECT id, question, method, text_version, system_decision, decision, pages, reviewer,"
-            " note, topic, created_at FROM reviews ORDER BY id"
-        ).fetchall()
-    finally:
-        conn.close()
-    out = [Review(*r[:6], tuple(json.loads(r[6])), *r[7:]) for r in rows]
-    if question is not None:
-        key = normalise_question(question)
-        out = [r for r in out if normalise_question(r.question) == key]
-    return out
+    subject = normalise_question(question) if question is not None else None
+    if isinstance(store, LabelLog):
+        return [from_label(x) for x in store.labels("review", subject)]
+    if not Path(store).is_dir():
+        raise FileNotFoundError(f"no store folder at {store}")
+    with LabelLog(store) as log:
+        return [from_label(x) for x in log.labels("review", subject)]
 
 
 def latest(reviews: Iterable[Review]) -> list[Review]:
@@ -238,6 +246,10 @@ def export_questions(
             "system_decision": r.system_decision,
             "created_at": r.created_at,
         }
+        if r.referral is not None:
+            obj["review"].update(referral=r.referral, quotes=list(r.quotes), answer=r.answer)
+        if r.ratings:
+            obj["ratings"] = dict(r.ratings)
         out.append(obj)
     return out
 

@@ -1,0 +1,238 @@
+"""The reviewer's desk over HTTP (:mod:`sourcepage.labels.referrals`): the queue of
+referred questions, a case with its evidence, a reviewer's decision, and the asker's page.
+
+JSON: ``GET /referrals?status=pending|decided`` (with ``jurisdiction`` and ``topic``
+filters; the queue oldest first and its counts), ``GET /referrals/{id}``, ``POST
+/referrals/{id}/decision`` (a reviewer: Bearer token, or the signed-in session with its
+CSRF token, :mod:`sourcepage.service.auth`). HTML: ``/desk`` (the queue, signed-in
+reviewers), ``/desk/{id}`` (a case: evidence page images, quotes, reasons, the system's
+draft answer, the decision form) and ``/questions/{id}`` (what the asker reads: open to
+everyone who may read the service).
+
+A form posted after the session ended (a restart signs everyone out) is not recorded:
+the browser is sent to sign in and back to the case with ``?restore=1``, where app.js
+puts back what the reviewer typed (kept in the tab's sessionStorage on submit).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from pydantic import BaseModel, Field, ValidationError
+
+from sourcepage.labels import referrals
+from sourcepage.labels.reviews import MAX_ANSWER, MAX_NOTE, MAX_QUOTE, RATINGS, Review
+from sourcepage.service.auth import CSRF_FIELD, form_writer, identity, writer
+from sourcepage.service.deps import DB, TEMPLATES, StorePath, readable
+from sourcepage.service.reviews import check_pages
+from sourcepage.store.db import Store
+
+router = APIRouter()
+Status = Literal["pending", "decided"]
+
+
+class DecisionBody(BaseModel):
+    decision: Literal["answer", "refuse"] = Field(description="The reviewer's decision.")
+    pages: list[str] = Field(default_factory=list, max_length=50, description="Accepted evidence pages.")
+    quotes: list[Annotated[str, Field(max_length=MAX_QUOTE)]] = Field(
+        default_factory=list, max_length=20, description="Accepted or edited quotes."
+    )
+    answer: str = Field(
+        "", max_length=MAX_ANSWER, description="The answer, written from the accepted evidence."
+    )
+    note: str = Field("", max_length=MAX_NOTE)
+    ratings: dict[str, int] = Field(
+        default_factory=dict, description=f"1-5 for any of {', '.join(RATINGS)} (the system's draft answer)."
+    )
+    reviewer: str | None = Field(
+        None, max_length=100, description="If given, must be the signed-in reviewer."
+    )
+
+
+def _referral(store: Path, rid: int) -> referrals.Referral:
+    ref = referrals.get(store, rid)
+    if ref is None:
+        raise HTTPException(404, f"no referral {rid} in this store")
+    return ref
+
+
+def decide(db: Store, store: Path, rid: int, reviewer: str, body: DecisionBody) -> Review:
+    """Record a decision after checking the pages are this store's (404 / 422)."""
+    _referral(store, rid)
+    check_pages(db, body.pages)
+    try:
+        return referrals.decide(
+            store, rid, reviewer, body.decision, body.pages, body.quotes, body.answer, body.note, body.ratings
+        )
+    except KeyError:
+        raise HTTPException(404, f"no referral {rid} in this store") from None
+    except ValueError as e:
+        raise HTTPException(422, str(e)) from None
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+@router.get("/referrals", tags=["desk"], summary="The queue of referred questions, oldest first, with counts")
+def get_referrals(
+    store: StorePath,
+    status: Status | None = None,
+    jurisdiction: Annotated[str | None, Query(max_length=100)] = None,
+    topic: Annotated[str | None, Query(max_length=100)] = None,
+) -> dict[str, Any]:
+    picked, counts = referrals.queue(referrals.referrals(store), status, jurisdiction, topic)
+    return {"referrals": [r.as_dict() for r in picked], "counts": counts}
+
+
+@router.get("/referrals/{rid}", tags=["desk"], summary="One referral: status, and once decided the answer")
+def get_referral(rid: int, store: StorePath) -> dict[str, Any]:
+    return _referral(store, rid).as_dict()
+
+
+def _form_body(form: Any) -> dict[str, Any]:
+    """The decision form's fields as a DecisionBody's."""
+    ratings = {}
+    for name in RATINGS:
+        v = str(form.get(f"rating_{name}", "")).strip()
+        if v:
+            ratings[name] = int(v) if v.isdigit() else v
+    decision = str(form.get("decision", ""))
+    return {
+        "decision": decision,
+        "pages": [str(p) for p in form.getlist("pages")] if decision == "answer" else [],
+        "quotes": [q.strip() for q in str(form.get("quotes", "")).splitlines() if q.strip()],
+        "answer": str(form.get("answer", "")).strip(),
+        "note": str(form.get("note", "")).strip(),
+        "ratings": ratings,
+    }
+
+
+@router.post(
+    "/referrals/{rid}/decision",
+    tags=["desk"],
+    status_code=201,
+    summary="A reviewer's decision on a referral (JSON with Authorization: Bearer, or the desk's form)",
+    openapi_extra={
+        "requestBody": {"content": {"application/json": {"schema": DecisionBody.model_json_schema()}}}
+    },
+)
+async def post_decision(request: Request, rid: int, db: DB, store: StorePath) -> Response:
+    if request.headers.get("content-type", "").startswith("application/json"):
+        reviewer = writer(request)  # 401 anonymous, 403 a session without its CSRF header
+        try:
+            body = DecisionBody.model_validate(json.loads(await request.body() or b"null"))
+        except (ValidationError, ValueError) as e:
+            errors = e.errors() if isinstance(e, ValidationError) else [{"msg": f"not JSON: {e}"}]
+            return JSONResponse({"error": readable(errors)}, status_code=422)
+        if body.reviewer and body.reviewer != reviewer:
+            raise HTTPException(403, f"signed in as {reviewer!r}, not {body.reviewer!r}")
+        rec = await run_in_threadpool(decide, db, store, rid, reviewer, body)
+        return JSONResponse({"review": rec.as_dict(), "referral": _referral(store, rid).as_dict()}, 201)
+    form = await request.form()
+    if identity(request) is None:  # signed out meanwhile: nothing recorded, sign in and come back
+        target = f"/desk/{rid}?restore=1"
+        return RedirectResponse("/login?" + urlencode({"next": target}), status_code=303)
+    reviewer = form_writer(request, form)  # 403 without the session's CSRF token
+    data = _form_body(form)
+    try:
+        body = DecisionBody(**data)
+        await run_in_threadpool(decide, db, store, rid, reviewer, body)
+    except ValidationError as e:
+        return await _case_page(request, db, store, rid, readable(e.errors()), data)
+    except HTTPException as e:
+        if e.status_code != 422:
+            raise
+        return await _case_page(request, db, store, rid, str(e.detail), data)
+    return RedirectResponse(f"/questions/{rid}", status_code=303)
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def _sign_in_first(request: Request) -> RedirectResponse | None:
+    if identity(request) is not None:
+        return None
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return RedirectResponse("/login?" + urlencode({"next": target}), status_code=303)
+
+
+@router.get("/desk", response_class=HTMLResponse, include_in_schema=False)
+def desk(request: Request, store: StorePath) -> Response:
+    gate = _sign_in_first(request)
+    if gate:
+        return gate
+    qp = request.query_params
+    status = qp.get("status", "pending")
+    status = status if status in referrals.STATUSES else None
+    jurisdiction, topic = qp.get("jurisdiction") or None, qp.get("topic") or None
+    every = referrals.referrals(store)
+    picked, counts = referrals.queue(every, status, jurisdiction, topic)
+    ctx = {
+        "refs": picked,
+        "counts": counts,
+        "status": status or "",
+        "jurisdiction": jurisdiction or "",
+        "topic": topic or "",
+        "jurisdictions": sorted({j for r in every for j in r.shown.get("jurisdictions", [])}),
+        "topics": sorted({t for r in every for t in r.shown.get("topics", [])}),
+    }
+    return TEMPLATES.TemplateResponse(request, "desk.html", ctx)
+
+
+def _image_url(page: str, question: str, quotes: list[dict[str, str]]) -> str:
+    quote = next((q["text"] for q in quotes if q["page"] == page), "")
+    args = {"q": question, **({"highlight": quote} if quote else {})}
+    return f"/pages/{page.replace('#', '%23')}/image?{urlencode(args)}"
+
+
+def case_context(db: Store, store: Path, rid: int, error: str = "", form: dict | None = None) -> dict:
+    ref = _referral(store, rid)
+    shown = ref.shown
+    docs = {d.doc_id: d for d in db.documents()}
+    quoted = {q["page"] for q in shown.get("quotes", [])}
+    evidence = []
+    for p in shown.get("pages", []):
+        d = docs.get(p.split("#p")[0])
+        evidence.append(
+            {
+                "page": p,
+                "doc": d,
+                "image": _image_url(p, ref.question, shown.get("quotes", [])),
+                "quoted": p in quoted,
+            }
+        )
+    last = ref.decision
+    filled = form or {
+        "decision": last.decision if last else "",
+        "pages": list(last.pages) if last else sorted(quoted),
+        "quotes": list(last.quotes) if last else [q["text"] for q in shown.get("quotes", [])],
+        "answer": last.answer if last else shown.get("draft", ""),
+        "note": last.note if last else "",
+        "ratings": dict(last.ratings) if last else {},
+    }
+    return {"ref": ref, "evidence": evidence, "error": error, "form": filled, "ratings": RATINGS}
+
+
+async def _case_page(
+    request: Request, db: Store, store: Path, rid: int, error: str = "", form: dict | None = None
+) -> HTMLResponse:
+    ctx = await run_in_threadpool(case_context, db, store, rid, error, form)
+    return TEMPLATES.TemplateResponse(request, "case.html", ctx, status_code=422 if error else 200)
+
+
+@router.get("/desk/{rid}", response_class=HTMLResponse, include_in_schema=False)
+async def case(request: Request, rid: int, db: DB, store: StorePath) -> Response:
+    gate = _sign_in_first(request)
+    return gate or await _case_page(request, db, store, rid)
+
+
+@router.get("/questions/{rid}", response_class=HTMLResponse, include_in_schema=False)
+def question_page(request: Request, rid: int, store: StorePath) -> HTMLResponse:
+    ref = _referral(store, rid)
+    return TEMPLATES.TemplateResponse(request, "question.html", {"ref": ref, "csrf_field": CSRF_FIELD})

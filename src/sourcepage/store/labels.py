@@ -1,0 +1,246 @@
+"""The label log: every label a person (or the system, for a referral) gives, in one
+append-only SQLite table, ``<store>/labels.sqlite``.
+
+It lives beside ``store.sqlite``, not in it: the web service opens the store read-only,
+and a label must never change the store a ranking was made on. One row is one label:
+
+- ``kind``: ``judgment`` (a graded page for a benchmark question), ``review`` (a
+  reviewer's decision on a question the system referred), ``referral`` (a question the
+  system decided ``review`` on) or ``ask`` (the same question asked again while its
+  referral was open);
+- ``subject``: what the label is about (a question id, a normalised question, a
+  referral id), indexed with ``kind``;
+- ``actor``: who gave it (a reviewer name, or ``system``);
+- ``body``: the rest, as JSON (the database checks it is valid JSON and that a
+  judgment's grade is 0, 1 or 2);
+- ``created_at``: UTC with microseconds, :func:`stamp`.
+
+Triggers refuse UPDATE and DELETE on any connection: a correction is a later row, and
+the readers in :mod:`sourcepage.labels` decide which row is current. The meaning of each
+kind is theirs; this module owns the SQL only.
+
+Older stores kept judgments in ``judgments.sqlite`` and reviews in ``reviews.sqlite``
+(each its own schema). Opening a log imports them once, in one transaction, keeping
+their timestamps and order; the old files are left as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ACTOR_SYSTEM", "DB_NAME", "KINDS", "Label", "LabelLog", "log_path", "normalise_question", "stamp"]
+
+DB_NAME = "labels.sqlite"
+KINDS: tuple[str, ...] = ("judgment", "review", "referral", "ask")
+ACTOR_SYSTEM = "system"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS labels_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS labels (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind TEXT NOT NULL CHECK (kind IN ('judgment', 'review', 'referral', 'ask')),
+  subject TEXT NOT NULL,
+  actor TEXT NOT NULL CHECK (length(actor) > 0),
+  body TEXT NOT NULL CHECK (json_valid(body)),
+  created_at TEXT NOT NULL,
+  CHECK (kind != 'judgment' OR json_extract(body, '$.grade') IN (0, 1, 2)));
+CREATE INDEX IF NOT EXISTS labels_by_subject ON labels (kind, subject, id);
+CREATE TRIGGER IF NOT EXISTS labels_no_update BEFORE UPDATE ON labels
+  BEGIN SELECT RAISE(ABORT, 'the label log is append-only: record a new label instead'); END;
+CREATE TRIGGER IF NOT EXISTS labels_no_delete BEFORE DELETE ON labels
+  BEGIN SELECT RAISE(ABORT, 'the label log is append-only: record a new label instead'); END;
+"""
+
+#: the files of older stores, their table, and how a row becomes (kind, subject, actor, body)
+_LEGACY = {
+    "judgments": (
+        "SELECT question_id, page, grade, reviewer, note, created_at FROM judgments ORDER BY id",
+        lambda r: ("judgment", r[0], r[3], {"page": r[1], "grade": r[2], "note": r[4]}, r[5]),
+    ),
+    "reviews": (
+        "SELECT question, method, text_version, system_decision, decision, pages, reviewer, note, topic,"
+        " created_at FROM reviews ORDER BY id",
+        lambda r: (
+            "review",
+            None,  # the reader's normalised question: filled by the importer's caller
+            r[6],
+            {
+                "question": r[0],
+                "method": r[1],
+                "text_version": r[2],
+                "system_decision": r[3],
+                "decision": r[4],
+                "pages": json.loads(r[5]),
+                "note": r[7],
+                "topic": r[8],
+            },
+            r[9],
+        ),
+    ),
+}
+_LEGACY_FILES = ("judgments.sqlite", "reviews.sqlite")
+
+
+def stamp() -> str:
+    """Now in UTC with microseconds (``2026-12-03T09:00:00.123456Z``): the one timestamp
+    format of the log, so that rows written in the same second still sort."""
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
+
+
+def log_path(where: str | Path) -> Path:
+    """The log of a store folder (``<store>/labels.sqlite``), or ``where`` itself when it
+    names a file."""
+    where = Path(where)
+    return where / DB_NAME if where.is_dir() else where
+
+
+@dataclass(frozen=True)
+class Label:
+    """One row of the log."""
+
+    id: int
+    kind: str
+    subject: str
+    actor: str
+    body: dict[str, Any]
+    created_at: str
+
+
+def normalise_question(question: str) -> str:
+    """The key that makes two spellings of one question the same: case and spacing."""
+    return " ".join(question.split()).lower()
+
+
+class LabelLog:
+    """An open label log. ``LabelLog(path)`` creates the file when needed (its folder
+    must exist unless ``create_dirs``); use it as a context manager or call close()."""
+
+    def __init__(self, path: str | Path, *, create_dirs: bool = False):
+        self.path = log_path(path)
+        if create_dirs:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        elif not self.path.parent.is_dir():
+            raise FileNotFoundError(f"no store folder at {self.path.parent}")
+        self.conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        try:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            # in WAL mode NORMAL loses no committed row when the process dies, only on power loss
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            with self.conn:
+                self.conn.executescript(_SCHEMA)
+            self._import_legacy()
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def __enter__(self) -> LabelLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ---------------------------------------------------------------- writing
+    def append(
+        self, kind: str, subject: str, actor: str, body: dict[str, Any], created_at: str | None = None
+    ) -> Label:
+        """Append one label in its own transaction; returns it with its id."""
+        with self.transaction():
+            return self.add(kind, subject, actor, body, created_at)
+
+    @contextmanager
+    def transaction(self) -> Iterator[LabelLog]:
+        """Several appends as one transaction (``BEGIN IMMEDIATE``: a reader of the log
+        inside it sees no other writer's rows appear)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self
+        except BaseException:
+            self.conn.rollback()
+            raise
+        self.conn.commit()
+
+    def add(
+        self, kind: str, subject: str, actor: str, body: dict[str, Any], created_at: str | None = None
+    ) -> Label:
+        """Append one label inside the caller's :meth:`transaction`."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown label kind {kind!r}; one of {', '.join(KINDS)}")
+        when = created_at or stamp()
+        text = json.dumps(body, ensure_ascii=False, sort_keys=True)
+        cur = self.conn.execute(
+            "INSERT INTO labels (kind, subject, actor, body, created_at) VALUES (?, ?, ?, ?, ?)",
+            (kind, subject, actor, text, when),
+        )
+        return Label(int(cur.lastrowid or 0), kind, subject, actor, json.loads(text), when)
+
+    # ---------------------------------------------------------------- reading
+    def labels(
+        self,
+        kind: str | None = None,
+        subject: str | None = None,
+        actor: str | None = None,
+        after: int = 0,
+    ) -> list[Label]:
+        """Labels oldest first, optionally of one kind / subject / actor, or after an id."""
+        sql = "SELECT id, kind, subject, actor, body, created_at FROM labels WHERE id > ?"
+        args: list[Any] = [after]
+        for col, val in (("kind", kind), ("subject", subject), ("actor", actor)):
+            if val is not None:
+                sql += f" AND {col} = ?"
+                args.append(val)
+        rows = self.conn.execute(sql + " ORDER BY id", args).fetchall()
+        return [Label(i, k, s, a, json.loads(b), c) for i, k, s, a, b, c in rows]
+
+    def get(self, label_id: int) -> Label | None:
+        row = self.conn.execute(
+            "SELECT id, kind, subject, actor, body, created_at FROM labels WHERE id = ?", (label_id,)
+        ).fetchone()
+        return Label(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5]) if row else None
+
+    # ---------------------------------------------------------------- older stores
+    def _import_legacy(self) -> None:
+        """Copy the rows of an older store's ``judgments.sqlite`` / ``reviews.sqlite`` (or
+        of those tables in this very file) into the log, once."""
+        sources = [self.path]
+        if self.path.name == DB_NAME:
+            sources += [self.path.parent / f for f in _LEGACY_FILES]
+        for src in sources:
+            if not src.exists():
+                continue
+            for table, (select, convert) in _LEGACY.items():
+                key = f"imported:{src.name}:{table}"
+                if self.conn.execute("SELECT 1 FROM labels_meta WHERE key = ?", (key,)).fetchone():
+                    continue
+                rows = self._legacy_rows(src, table, select)
+                if rows is None:
+                    continue
+                with self.transaction():
+                    if self.conn.execute("SELECT 1 FROM labels_meta WHERE key = ?", (key,)).fetchone():
+                        continue  # another process imported it meanwhile
+                    for r in rows:
+                        kind, subject, actor, body, when = convert(r)
+                        subject = subject if subject is not None else normalise_question(body["question"])
+                        self.add(kind, subject, actor, body, when)
+                    self.conn.execute("INSERT INTO labels_meta VALUES (?, ?)", (key, str(len(rows))))
+
+    def _legacy_rows(self, src: Path, table: str, select: str) -> list[tuple] | None:
+        conn = self.conn if src == self.path else sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+        try:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+            ).fetchone()
+            return conn.execute(select).fetchall() if found else None
+        finally:
+            if conn is not self.conn:
+                conn.close()
