@@ -135,6 +135,12 @@ def _highlight(passage: str, spans: list[tuple[int, int]], limit: int = 400) -> 
     return text
 
 
+def _tail(r: dict) -> str:
+    """A hit's heading path cut to its last 40 characters (the most specific heading)."""
+    sec = r.get("section") or ""
+    return sec if len(sec) <= 40 else "…" + sec[-39:]
+
+
 def _results_table(res: dict, version: str, question: str, width: int) -> Table:
     """The ranked pages; on a terminal under 120 columns only what identifies and dates a
     page (rank, page, score, title, jurisdiction, year), so no column is squeezed away."""
@@ -143,6 +149,7 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
         "page": "page",
         "score": "score",
         "title": "title",
+        "section": "section",
         "authority": "authority",
         "jur.": "jurisdiction",
         "year": "year",
@@ -162,18 +169,23 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
         ),
     )
     rows = [
-        {c: str({**r, "score": f"{r['score']:.4g}", "title": r["title"][:48]}[f]) for c, f in fields.items()}
+        {
+            c: str({**r, "score": f"{r['score']:.4g}", "title": r["title"][:48], "section": _tail(r)}[f])
+            for c, f in fields.items()
+        }
         for r in res["results"]
     ]
     # the title takes what the other columns leave (rich would squeeze short columns to nothing)
-    others = sum(max([len(c)] + [len(row[c]) for row in rows]) + 2 for c in fields if c != "title")
+    others = sum(
+        max([len(c)] + [len(row[c]) for row in rows]) + 2 for c in fields if c not in ("title", "section")
+    )
     for col in fields:
         t.add_column(
             col,
-            no_wrap=narrow or col != "title",
+            no_wrap=narrow or col not in ("title", "section"),
             overflow="ellipsis",
             justify="right" if col in ("rank", "score") else "left",
-            max_width=max(10, width - others - 4) if narrow and col == "title" else None,
+            max_width=max(10, (width - others - 6) // 2) if narrow and col in ("title", "section") else None,
         )
     for row in rows:
         t.add_row(*(escape(v) for v in row.values()))
