@@ -98,14 +98,18 @@ def page_lines(textpage: object) -> list[Line]:
 
 # ---- heading detection ---------------------------------------------------------------------
 
-_PART = re.compile(r"^(?:PART|Part|CHAPTER|Chapter|TITLE|Title|ANNEX|Annex|SCHEDULE|Schedule|APPENDIX|"
-                   r"Appendix)\s+([0-9]+[A-Z]?|[IVXLC]+|[A-Z])\b")
+_PART = re.compile(
+    r"^(?:PART|Part|CHAPTER|Chapter|TITLE|Title|ANNEX|Annex|SCHEDULE|Schedule|APPENDIX|"
+    r"Appendix)\s+([0-9]+[A-Z]?|[IVXLC]+|[A-Z])\b"
+)
 _SUBPART = re.compile(r"^(?:Subpart|SUBPART|Division|DIVISION|SECTION\s+[IVX]+)\s*[0-9A-Z]*\b")
 _ARTICLE = re.compile(r"^(?:Article|ARTICLE|Section|SECTION|Regulation|Clause|Rule)\s+\d+[A-Z]?\b")
 _DOTTED = re.compile(r"^(\d+(?:\.\d+)+)\.?\s+\S")
 _NUMBERED = re.compile(r"^\d{1,3}[A-Z]{0,2}\.?\s+[A-Z‘'\"(]")
-_BARE = re.compile(r"^(?:Article|ARTICLE|Section|ANNEX|Annex|CHAPTER|Chapter|PART|Part|Schedule|SCHEDULE)"
-                   r"\s+(?:\d+[A-Z]?|[IVXLC]+)$")
+_BARE = re.compile(
+    r"^(?:Article|ARTICLE|Section|ANNEX|Annex|CHAPTER|Chapter|PART|Part|Schedule|SCHEDULE)"
+    r"\s+(?:\d+[A-Z]?|[IVXLC]+)$"
+)
 _PAGE_REF = re.compile(r"(?:\s|\.)\d{1,3}(?:[-–]\d{1,3})?$")
 _LEADER = re.compile(r"(?:\.\s*){4,}\d+\s*$")
 
@@ -193,7 +197,7 @@ def detect_headings(pages: Sequence[Sequence[Line]]) -> list[Heading]:
         while i < len(lines):
             ln = lines[i]
             ok, ratio = _candidate(ln, body, body_bold)
-            if not ok or _norm(ln.text) in skip:
+            if not ok or (_norm(ln.text) in skip and not _BARE.match(ln.text)):
                 i += 1
                 continue
             title, j = ln.text, i + 1
@@ -232,12 +236,21 @@ def _from_outline(toc: Sequence[tuple[int, int, str]], pages: Sequence[Sequence[
 _KIND_TITLES = (
     ("contents", re.compile(r"^(?:table of )?contents\b", re.IGNORECASE)),
     ("index", re.compile(r"^index\b", re.IGNORECASE)),
-    ("change_table", re.compile(
-        r"correlation table|amendment history|version history|document history|reprints? notes|"
-        r"amendments incorporated|summary of (?:changes|amendments)", re.IGNORECASE)),
+    (
+        "change_table",
+        re.compile(
+            r"correlation table|amendment history|version history|document history|reprints? notes|"
+            r"amendments incorporated|summary of (?:changes|amendments)",
+            re.IGNORECASE,
+        ),
+    ),
     ("amendments", re.compile(r"\bamendments?\b|\brepeals?\b", re.IGNORECASE)),
-    ("glossary", re.compile(r"^(?:glossary|definitions|abbreviations|acronyms|terms and definitions)\b",
-                            re.IGNORECASE)),
+    (
+        "glossary",
+        re.compile(
+            r"^(?:glossary|definitions|abbreviations|acronyms|terms and definitions)\b", re.IGNORECASE
+        ),
+    ),
 )
 _AMEND_LINE = re.compile(
     r"^(?:Replace|Insert|Repeal|Revoke|Omit|After [^.]{1,60}, insert|In (?:section|regulation|clause|"
@@ -247,8 +260,9 @@ _AMEND_LINE = re.compile(
 
 def _kind(path: Sequence[str], lines: Sequence[str], listing: bool, contents_flag: bool) -> str:
     """The page's kind from the titles of its heading path and its lines."""
-    found = {k for k, pat in _KIND_TITLES for t in path if pat.search(t.split(" ", 2)[-1] if
-                                                                         _PART.match(t) else t)}
+    found = {
+        k for k, pat in _KIND_TITLES for t in path if pat.search(t.split(" ", 2)[-1] if _PART.match(t) else t)
+    }
     if contents_flag or (listing and "index" not in found):
         found.add("contents")
     if sum(1 for ln in lines if _AMEND_LINE.match(ln)) >= 3:
@@ -270,9 +284,11 @@ def document_structure(
     """One ``PageStructure`` per page. ``lines`` are PDFium's styled lines per page (None for a
     text source: its plain lines then, where only bare labels can be found)."""
     plain = [[ln.strip() for ln in t.split("\n") if ln.strip()] for t in texts]
-    styled = lines if lines is not None and len(lines) == len(texts) else [
-        [Line(t, 0.0, False) for t in p] for p in plain
-    ]
+    styled = (
+        lines
+        if lines is not None and len(lines) == len(texts)
+        else [[Line(t, 0.0, False) for t in p] for p in plain]
+    )
     line_texts = [[ln.text for ln in p] for p in styled]
     if _usable_outline(toc, len(texts)):
         heads = _from_outline(toc, line_texts)

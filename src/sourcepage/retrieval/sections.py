@@ -1,0 +1,166 @@
+"""Section-aware second stage ``sect:<method>``: a page's rank informed by its headings,
+its neighbours and its kind (corpus.structure, stored at ingest).
+
+Over the base method's top ``DEPTH`` pages (any method, routing included, so its filters
+hold), each page scores
+
+    1/(k + base rank) + heading_weight · 1/(k + heading rank) + neighbour · max over the
+    adjacent pages p±1 of the same document of 1/(k + their base rank)
+
+with k = 60 as in RRF. The heading rank orders the candidates by the idf-weighted share of
+the question's content words found in the page's headings (every heading of every section
+path covering the page), stemmed, stop words off; a page without any is not ranked there.
+Then pages whose kind is in ``demote`` (contents, index, amendment lists, change tables,
+glossaries) follow the others unless the question asks for that kind ("which amendments",
+"glossary", "index"). Weights were chosen on the dev splits
+(``benchmarks/section_variants.py``; README, "Section-aware ranking"): every heading weight
+and neighbour weight tried lost on both dev splits, so both are 0 by default and the stage
+is the kind demotion alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sourcepage.corpus.structure import SEP
+from sourcepage.records import Hit
+from sourcepage.retrieval.fusion import RRF_K
+from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
+
+if TYPE_CHECKING:
+    from sourcepage.retrieval.methods import Method
+    from sourcepage.retrieval.search import Searcher
+
+#: candidate pages taken from the base ranking
+DEPTH = 50
+_TOKENS = TokenizerConfig(stopwords=True, stem=True)
+#: what a question says when it asks for a page of a demoted kind
+_ASKS = {
+    "contents": re.compile(
+        r"\b(?:table of contents|contents pages?|which (?:chapter|section|part)s?)\b", re.IGNORECASE
+    ),
+    "index": re.compile(r"\bindex\b", re.I),
+    "amendments": re.compile(r"\bamend(?:s|ed|ing|ments?)?\b|\brepeal", re.I),
+    "change_table": re.compile(r"\bcorrelation\b|\bamend(?:s|ed|ments?)?\b|\bhistory\b|\bchanges?\b", re.I),
+    "glossary": re.compile(r"\bglossary\b|\bdefin(?:e|es|ed|ition|itions)\b|\bmeans?\b|\bmeaning\b", re.I),
+}
+
+
+@dataclass(frozen=True)
+class SectionSettings:
+    """The stage's weights (chosen on dev; see the module docstring)."""
+
+    heading_weight: float = 0.0
+    neighbour: float = 0.0
+    demote: tuple[str, ...] = ("contents", "index", "amendments", "change_table", "glossary")
+
+
+SETTINGS = SectionSettings()
+
+
+def _heading_terms(searcher: Searcher) -> dict[str, frozenset[str]]:
+    """page id → stemmed content words of its headings, built once per searcher."""
+    cached = searcher.__dict__.get("_heading_terms")
+    if cached is None:
+        cached = {}
+        for pid, (_, secs, _kind) in searcher.structure().items():
+            titles = {t for path in json.loads(secs or "[]") for t in path.split(SEP)}
+            cached[pid] = frozenset(tokenize(" ".join(titles), _TOKENS))
+        searcher.__dict__["_heading_terms"] = cached
+    return cached
+
+
+def _idf(searcher: Searcher) -> dict[str, float]:
+    """Stemmed term → idf over the pages' heading texts (a heading word found under many
+    sections says little about which one)."""
+    cached = searcher.__dict__.get("_heading_idf")
+    if cached is None:
+        terms = _heading_terms(searcher)
+        df: dict[str, int] = {}
+        for ts in terms.values():
+            for t in ts:
+                df[t] = df.get(t, 0) + 1
+        n = max(len(terms), 1)
+        cached = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+        searcher.__dict__["_heading_idf"] = cached
+    return cached
+
+
+def heading_scores(searcher: Searcher, query: str, pages: Sequence[str]) -> dict[str, float]:
+    """Idf-weighted share of the question's content words present in each page's headings."""
+    idf = _idf(searcher)
+    q = [t for t in dict.fromkeys(tokenize(query, _TOKENS)) if t in idf]
+    total = sum(idf[t] for t in q)
+    if not total:
+        return {}
+    terms = _heading_terms(searcher)
+    out = {}
+    for p in pages:
+        s = sum(idf[t] for t in q if t in terms.get(p, ()))
+        if s > 0:
+            out[p] = s / total
+    return out
+
+
+def _neighbours(page_id: str) -> tuple[str, str]:
+    doc, _, n = page_id.rpartition("#p")
+    k = int(n)
+    return f"{doc}#p{k - 1}", f"{doc}#p{k + 1}"
+
+
+def section_rank(
+    searcher: Searcher, query: str, base: Sequence[Hit], settings: SectionSettings = SETTINGS
+) -> list[Hit]:
+    """The base ranking's first ``DEPTH`` pages reordered (module docstring), the rest after."""
+    top, rest = list(base[:DEPTH]), list(base[DEPTH:])
+    base_rr = {h.page_id: 1.0 / (RRF_K + h.rank) for h in top}
+    heads = heading_scores(searcher, query, [h.page_id for h in top]) if settings.heading_weight else {}
+    head_rank = {p: r for r, p in enumerate(sorted(heads, key=lambda p: (-heads[p], p)), 1)}
+    score: dict[str, float] = {}
+    for h in top:
+        s = base_rr[h.page_id]
+        if h.page_id in head_rank:
+            s += settings.heading_weight / (RRF_K + head_rank[h.page_id])
+        if settings.neighbour:
+            s += settings.neighbour * max((base_rr.get(n, 0.0) for n in _neighbours(h.page_id)), default=0.0)
+        score[h.page_id] = s
+    structure = searcher.structure()
+    demoted = {k for k in settings.demote if not (_ASKS.get(k) and _ASKS[k].search(query))}
+
+    def low(h: Hit) -> bool:
+        return structure.get(h.page_id, ("", "", ""))[2] in demoted
+
+    order = sorted(top, key=lambda h: (low(h), -round(score[h.page_id], 12), h.rank))
+    order += rest
+    return [
+        Hit(rank=r, page_id=h.page_id, score=score.get(h.page_id, h.score), chunk_id=h.chunk_id)
+        for r, h in enumerate(order, 1)
+    ]
+
+
+class SectionMethod:
+    """The registered stage ``sect:<method>`` (any method, routing and fusions included)."""
+
+    kind = "sect"
+    grammar = "sect:<method>"
+    summary = "section-aware: headings fused with the base ranking, page kinds demoted"
+    arity = "one"
+    over_stages = True
+
+    def examples(self, bases: Sequence[str]) -> list[str]:
+        return ["sect:route:bm25"] + (["sect:route:rrf:bm25+dense"] if "dense" in bases else [])
+
+    def rank(
+        self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
+    ) -> list[Hit]:
+        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, DEPTH), filters)
+        hits = section_rank(searcher, query, base)
+        return hits[:k] if k else hits
+
+
+METHOD = SectionMethod()
