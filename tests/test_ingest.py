@@ -328,5 +328,5 @@ def test_schema_2_store_is_migrated_with_beir_ids(fresh_store: Path, with_beir_t
     finally:
         st.close()
     again = Store(fresh_store)  # once
-    assert again.get_meta("schema_version") == 4
+    assert again.get_meta("schema_version") == SCHEMA_VERSION
     again.close()
