@@ -4,8 +4,8 @@ its neighbours and its kind (corpus.structure, stored at ingest).
 Over the base method's top ``DEPTH`` pages (any method, routing included, so its filters
 hold), each page scores
 
-    1/(k + base rank) + heading_weight · 1/(k + heading rank) + neighbour · max over the
-    adjacent pages p±1 of the same document of 1/(k + their base rank)
+    base score + heading_weight · 1/(k + heading rank) + neighbour · max over the adjacent
+    pages p±1 of the same document of 1/(k + their base rank)
 
 with k = 60 as in RRF. The heading rank orders the candidates by the idf-weighted share of
 the question's content words found in the page's headings (every heading of every section
@@ -123,7 +123,7 @@ def section_rank(
     head_rank = {p: r for r, p in enumerate(sorted(heads, key=lambda p: (-heads[p], p)), 1)}
     score: dict[str, float] = {}
     for h in top:
-        s = base_rr[h.page_id]
+        s = h.score
         if h.page_id in head_rank:
             s += settings.heading_weight / (RRF_K + head_rank[h.page_id])
         if settings.neighbour:
