@@ -100,12 +100,12 @@ def page_lines(textpage: object) -> list[Line]:
 
 _PART = re.compile(
     r"^(?:PART|Part|CHAPTER|Chapter|TITLE|Title|ANNEX|Annex|SCHEDULE|Schedule|APPENDIX|"
-    r"Appendix)\s+([0-9]+[A-Z]?|[IVXLC]+|[A-Z])\b"
+    r"Appendix)\s+([0-9]{1,3}[A-Z]?|[IVXLC]+|[A-Z])\b"
 )
 _SUBPART = re.compile(r"^(?:Subpart|SUBPART|Division|DIVISION|SECTION\s+[IVX]+)\s*[0-9A-Z]*\b")
 _ARTICLE = re.compile(r"^(?:Article|ARTICLE|Section|SECTION|Regulation|Clause|Rule)\s+\d+[A-Z]?\b")
 _DOTTED = re.compile(r"^(\d+(?:\.\d+)+)\.?\s+\S")
-_NUMBERED = re.compile(r"^\d{1,3}[A-Z]{0,2}\.?\s+[A-Z‘'\"(]")
+_NUMBERED = re.compile(r"^\d{1,3}[A-Z]{0,2}\.?\s+(?!CFR\b|USC\b|U\.S\.C)[A-Z‘'\"(]")
 _BARE = re.compile(
     r"^(?:Article|ARTICLE|Section|ANNEX|Annex|CHAPTER|Chapter|PART|Part|Schedule|SCHEDULE)"
     r"\s+(?:\d+[A-Z]?|[IVXLC]+)$"

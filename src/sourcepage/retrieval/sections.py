@@ -4,18 +4,21 @@ its neighbours and its kind (corpus.structure, stored at ingest).
 Over the base method's top ``DEPTH`` pages (any method, routing included, so its filters
 hold), each page scores
 
-    base score + heading_weight · 1/(k + heading rank) + neighbour · max over the adjacent
-    pages p±1 of the same document of 1/(k + their base rank)
+    base score + heading_weight · 1/(k + heading rank) + section_weight · 1/(k + section
+    rank) + neighbour · max over the adjacent pages p±1 of the same document of
+    1/(k + their base rank)
 
-with k = 60 as in RRF. The heading rank orders the candidates by the idf-weighted share of
+with k = 60 as in RRF. The section rank orders the candidates' sections in a BM25 index of
+whole sections (the pages sharing a heading path, joined: a rule that starts on one page and
+ends on the next is one unit). The heading rank orders the candidates by the idf-weighted share of
 the question's content words found in the page's headings (every heading of every section
 path covering the page), stemmed, stop words off; a page without any is not ranked there.
 Then pages whose kind is in ``demote`` (contents, index, amendment lists, change tables,
 glossaries) follow the others unless the question asks for that kind ("which amendments",
 "glossary", "index"). Weights were chosen on the dev splits
-(``benchmarks/section_variants.py``; README, "Section-aware ranking"): every heading weight
-and neighbour weight tried lost on both dev splits, so both are 0 by default and the stage
-is the kind demotion alone.
+(``benchmarks/section_variants.py``; README, "Section-aware ranking"): the section index at
+0.25 with every kind demoted won on both dev splits; heading-only weights lost on both and
+neighbour weights on one, so both are 0 by default.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ class SectionSettings:
     heading_weight: float = 0.0
     neighbour: float = 0.0
     demote: tuple[str, ...] = ("contents", "index", "amendments", "change_table", "glossary")
+    #: weight of the page's section in a BM25 ranking of whole sections (pages joined)
+    section_weight: float = 0.25
 
 
 SETTINGS = SectionSettings()
@@ -107,6 +112,48 @@ def heading_scores(searcher: Searcher, query: str, pages: Sequence[str]) -> dict
     return out
 
 
+class _SectionIndex:
+    """BM25 (bm25s, Lucene variant) over whole sections: the raw text of the pages that share
+    a dominant heading path in one document, joined; a page without a path is its own."""
+
+    def __init__(self, searcher: Searcher):
+        import bm25s
+
+        groups: dict[tuple[str, str], list[str]] = {}
+        for pid, (sec, _, _) in sorted(searcher.structure().items()):
+            doc, _, n = pid.rpartition("#p")
+            groups.setdefault((doc, sec or f"#p{n}"), []).append(pid)
+        self.keys = list(groups)
+        self.section_of = {p: i for i, k in enumerate(self.keys) for p in groups[k]}
+        texts = []
+        for doc, _sec in self.keys:
+            pages = searcher.store.page_texts(doc, "raw")
+            members = groups[(doc, _sec)]
+            texts.append("\n".join(pages[int(p.rpartition("#p")[2]) - 1] for p in members))
+        self.model = bm25s.BM25()
+        self.model.index([tokenize(t, _TOKENS) or ["\u2205"] for t in texts], show_progress=False)
+
+    def ranks(self, query: str, pages: Sequence[str]) -> dict[str, int]:
+        """Rank (1 = best) of each page's section among the sections of ``pages``."""
+        q = [t for t in tokenize(query, _TOKENS) if t in self.model.vocab_dict]
+        if not q:
+            return {}
+        scores = self.model.get_scores(q)
+        secs = sorted(
+            {self.section_of[p] for p in pages if p in self.section_of}, key=lambda i: (-scores[i], i)
+        )
+        rank = {i: r for r, i in enumerate(secs, 1) if scores[i] > 0}
+        return {p: rank[self.section_of[p]] for p in pages if self.section_of.get(p) in rank}
+
+
+def section_index(searcher: Searcher) -> _SectionIndex:
+    """The searcher's section index, built on first use (a second for corpus-intl)."""
+    idx = searcher.__dict__.get("_section_index")
+    if idx is None:
+        idx = searcher.__dict__["_section_index"] = _SectionIndex(searcher)
+    return idx
+
+
 def _neighbours(page_id: str) -> tuple[str, str]:
     doc, _, n = page_id.rpartition("#p")
     k = int(n)
@@ -121,11 +168,14 @@ def section_rank(
     base_rr = {h.page_id: 1.0 / (RRF_K + h.rank) for h in top}
     heads = heading_scores(searcher, query, [h.page_id for h in top]) if settings.heading_weight else {}
     head_rank = {p: r for r, p in enumerate(sorted(heads, key=lambda p: (-heads[p], p)), 1)}
+    secs = section_index(searcher).ranks(query, list(base_rr)) if settings.section_weight else {}
     score: dict[str, float] = {}
     for h in top:
         s = h.score
         if h.page_id in head_rank:
             s += settings.heading_weight / (RRF_K + head_rank[h.page_id])
+        if h.page_id in secs:
+            s += settings.section_weight / (RRF_K + secs[h.page_id])
         if settings.neighbour:
             s += settings.neighbour * max((base_rr.get(n, 0.0) for n in _neighbours(h.page_id)), default=0.0)
         score[h.page_id] = s
