@@ -10,6 +10,9 @@ import pytest
 
 from sourcepage.corpus.structure import SEP, Line, detect_headings, document_structure
 from sourcepage.ingest import ingest
+from sourcepage.retrieval.methods import parse_method
+from sourcepage.retrieval.search import Searcher
+from sourcepage.retrieval.sections import DEPTH, SectionSettings, section_rank
 from sourcepage.store.db import DB_NAME, Store
 
 INTL = Path(__file__).resolve().parents[2] / "shared" / "corpus-intl" / "pdf"
@@ -73,28 +76,54 @@ def test_kinds_from_titles_and_lines() -> None:
     assert st[0].kind == "amendments" and st[1].kind == ""
 
 
-@pytest.mark.skipif(not (INTL / "nz-hswa-2015-as-at-2025-04-05.pdf").exists(), reason="corpus-intl absent")
-def test_real_corpus_walkthrough_sections(tmp_path: Path) -> None:
-    """The issue's walkthrough pages: NZ s 44 "Duty of officers" on p.42, the amendments to other
-    Acts on p.171, EU Article 10 "Obligations of manufacturers" on p.19."""
-    corpus = tmp_path / "corpus"
+@pytest.fixture(scope="module")
+def nz_eu_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The NZ Act and the EU machinery regulation of ../shared/corpus-intl, ingested."""
+    if not (INTL / "nz-hswa-2015-as-at-2025-04-05.pdf").exists():
+        pytest.skip("../shared/corpus-intl is absent")
+    tmp = tmp_path_factory.mktemp("nz_eu")
+    corpus = tmp / "corpus"
     (corpus / "pdf").mkdir(parents=True)
     manifest = (INTL.parent / "manifest.csv").read_text(encoding="utf-8").splitlines()
     keep = [manifest[0]] + [r for r in manifest[1:] if r.startswith(("nz-hswa-2015,", "eu-reg-2023-1230"))]
     (corpus / "manifest.csv").write_text("\n".join(keep) + "\n", encoding="utf-8")
     for name in ("nz-hswa-2015-as-at-2025-04-05.pdf", "eu-reg-2023-1230-machinery.pdf"):
         (corpus / "pdf" / name).symlink_to(INTL / name)
-    ingest(corpus, tmp_path / "store", workers=1)
-    s = Store(tmp_path / "store").page_structure()
+    ingest(corpus, tmp / "store", workers=1)
+    return tmp / "store"
+
+
+def test_real_corpus_walkthrough_sections(nz_eu_store: Path) -> None:
+    """The issue's walkthrough pages: NZ s 44 "Duty of officers" on p.42, the amendments to other
+    Acts on p.171, EU Article 10 "Obligations of manufacturers" on p.19."""
+    s = Store(nz_eu_store).page_structure()
     sec, secs, kind = s["nz-hswa-2015#p42"]
     assert sec.endswith("Subpart 3—Duties of officers, workers, and other persons › 44 Duty of officers")
     assert kind == "" and sec in json.loads(secs)
     assert s["nz-hswa-2015#p171"][2] == "amendments"
     assert s["nz-hswa-2015#p3"][2] == "contents"
-    assert (
-        "Article 10 Obligations of manufacturers of machinery and related products"
-        in s["eu-reg-2023-1230-machinery#p19"][0]
-    )
+    assert "Article 10 Obligations of manufacturers of machinery" in s["eu-reg-2023-1230-machinery#p19"][0]
+
+
+def test_sect_stage_on_real_pages(nz_eu_store: Path) -> None:
+    """``sect:`` wraps routing; the officers' question puts s 44 first; an amendment page that
+    the base ranks first follows the rule pages unless the question asks about amendments."""
+    searcher = Searcher(nz_eu_store)
+    hits = searcher.rank("What are the duties of an officer under New Zealand's Act?", "sect:route:bm25", k=5)
+    assert hits.hits[0].page_id == "nz-hswa-2015#p42"
+    q = "Crown Minerals Act permit operator change health and safety regulator"
+    base = searcher.rank(q, "bm25", k=None).hits
+    assert base[0].page_id == "nz-hswa-2015#p171"  # the amendments to the Crown Minerals Act
+    moved = section_rank(searcher, q, base)
+    assert moved[0].page_id != "nz-hswa-2015#p171"
+    kinds = [searcher.page_section(h.page_id)[1] for h in moved[:DEPTH]]
+    first_amend = kinds.index("amendments")
+    assert all(k in SectionSettings().demote for k in kinds[first_amend:])
+    asked = section_rank(searcher, q + " amendments", base)
+    assert asked[0].page_id == "nz-hswa-2015#p171"
+    with pytest.raises(ValueError):
+        parse_method("route:sect:bm25")
+    assert parse_method("sect:route:rrf:bm25+dense").name == "sect:route:rrf:bm25+dense"
 
 
 def test_schema_4_store_is_migrated_and_reingested(fresh_corpus: Path, fresh_store: Path) -> None:
