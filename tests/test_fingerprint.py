@@ -11,7 +11,7 @@ import pytest
 
 from sourcepage.retrieval.index import build_index, load_index
 from sourcepage.retrieval.methods import parse_method
-from sourcepage.store.db import DB_NAME, Store
+from sourcepage.store.db import DB_NAME, SCHEMA_VERSION, Store
 
 BM25 = parse_method("bm25")
 
@@ -106,7 +106,7 @@ def test_schema_3_store_migrates_with_triggers(fresh_store: Path) -> None:
         conn.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
     st = Store(fresh_store)
     try:
-        assert st.get_meta("schema_version") == 4 and st.chunk_generation() == 0
+        assert st.get_meta("schema_version") == SCHEMA_VERSION and st.chunk_generation() == 0
         fp = st.chunk_fingerprint("raw")
         with st.transaction() as conn:
             conn.execute(

@@ -260,6 +260,7 @@ class SearchService:
         doc_id, n = parse_page_id(h.page_id)
         d = self.searcher.documents[doc_id]
         passage = self.searcher.passage(h.chunk_id)
+        section, kind = self.searcher.page_section(h.page_id)
         return {
             "rank": h.rank,
             "page": h.page_id,
@@ -278,6 +279,8 @@ class SearchService:
             "source_url": d.source_url,
             "topic": d.topic,
             "extra": dict(d.extra),
+            "section": section,
+            "page_kind": kind,
         }
 
 

@@ -37,6 +37,7 @@ from sourcepage.corpus.audit import audit_page, refresh_contents_flags, unmapped
 from sourcepage.corpus.beir import BATCH_SIZE, BEIR_SETTINGS
 from sourcepage.corpus.extract import Extracted, ExtractionError
 from sourcepage.corpus.sources import BeirSource, Candidate, ManifestSource, Removed, Source
+from sourcepage.corpus.structure import document_structure
 from sourcepage.corpus.textfiles import extract_document
 from sourcepage.executor import Executor, LimitedPool
 from sourcepage.limits import EXTRACT_LIMITS, LimitExceeded, Limits
@@ -296,6 +297,7 @@ class Prepared:
     audits: list[Any]
     cleaned: list[str]
     chunks: dict[str, Any]
+    structure: list[tuple[str, str, str]]
 
 
 def _prepare_job(job: tuple[str, str, int, Document, TextSettings]) -> Prepared | Exception:
@@ -310,10 +312,12 @@ def _prepare_job(job: tuple[str, str, int, Document, TextSettings]) -> Prepared 
 
 def _audit_and_chunk(
     doc: Document, result: Extracted, settings: TextSettings
-) -> tuple[list[Any], list[str], dict[str, Any]]:
+) -> tuple[list[Any], list[str], dict[str, Any], list[tuple[str, str, str]]]:
     audits = [audit_page(t, la) for t, la in zip(result.texts, result.layouts, strict=True)]
     cleaned, chunks = build_versions(doc, result.texts, settings)
-    return audits, cleaned, chunks
+    pages = document_structure(result.texts, result.lines, result.toc, [a.contents_page for a in audits])
+    rows = [(p.section, json.dumps(list(p.sections), ensure_ascii=False), p.kind) for p in pages]
+    return audits, cleaned, chunks, rows
 
 
 def _metadata_json(doc: Document) -> str:
@@ -353,6 +357,7 @@ class _Loop:
     def run(self) -> None:
         st = self.st
         refresh_contents_flags(st)
+        self.force = self.force or st.structure_pending()  # schema 5: headings come from the PDFs
         with st.transaction() as conn:
             for doc_id, kind, message in self.source.warnings():
                 self.warn(conn, doc_id, kind, message)
@@ -366,6 +371,7 @@ class _Loop:
         with st.transaction() as conn:
             self.report.note_removed(self.source.finish(st, conn, self.run_id))
             st.set_meta("text_settings", self.settings.as_dict(), conn)
+            st.structure_done(conn)
 
     def _batch(self, cands: list[Candidate], settings_changed: bool) -> None:
         """Classify, then rebuild and write the documents of one batch."""
@@ -471,9 +477,10 @@ class _Loop:
             self._write(conn, c, changed)
             return
         if isinstance(result, Prepared):
-            audits, cleaned, chunks, result = result.audits, result.cleaned, result.chunks, result.extracted
+            audits, cleaned, chunks, pages = result.audits, result.cleaned, result.chunks, result.structure
+            result = result.extracted
         else:
-            audits, cleaned, chunks = _audit_and_chunk(doc, result, self.settings)
+            audits, cleaned, chunks, pages = _audit_and_chunk(doc, result, self.settings)
         st.write_document(
             conn,
             doc,
@@ -484,6 +491,7 @@ class _Loop:
             chunks=chunks,
             seconds=result.seconds,
         )
+        st.set_structure(conn, doc.doc_id, pages)
         garbled = [n for n, t in enumerate(result.texts, 1) if unmapped_glyphs(t)]
         if garbled:
             shown = ", ".join(map(str, garbled[:10])) + (" …" if len(garbled) > 10 else "")

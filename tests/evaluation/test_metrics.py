@@ -305,3 +305,17 @@ def test_cross_check_ranx():
     assert means["hit@3"] == pytest.approx(ranx_means["hit_rate@3"], abs=1e-9)
     assert means["mrr@10"] == pytest.approx(ranx_means["mrr@10"], abs=1e-9)
     assert means["ndcg@10"] == pytest.approx(ranx_means["ndcg@10"], abs=1e-9)
+
+
+def test_miss_kind_by_hand() -> None:
+    """The first page next to a labelled one, elsewhere in its document, in another document."""
+    from sourcepage.evaluation.metrics import miss_kind
+
+    judged = {"a#p5": 1, "a#p9": 2, "b#p1": 0}
+    assert miss_kind(["a#p5", "a#p4"], judged) is None  # a hit
+    assert miss_kind(["a#p4", "a#p5"], judged) == "adjacent page"
+    assert miss_kind(["a#p10"], judged) == "adjacent page"
+    assert miss_kind(["a#p7"], judged) == "same document"
+    assert miss_kind(["b#p1"], judged) == "other document"  # grade 0 is not labelled support
+    assert miss_kind([], judged) == "nothing ranked"
+    assert miss_kind(["a#p1"], {"b#p1": 0}) is None  # nothing labelled

@@ -143,6 +143,12 @@ def _short(value: str, limit: int | None) -> str:
     return value if limit is None or len(value) <= limit else value[: limit - 1].rstrip() + "…"
 
 
+def _tail(r: dict) -> str:
+    """A hit's heading path cut to its last 40 characters (the most specific heading)."""
+    sec = r.get("section") or ""
+    return sec if len(sec) <= 40 else "…" + sec[-39:]
+
+
 def _results_table(res: dict, version: str, question: str, width: int) -> Table:
     """The ranked pages; on a terminal under 120 columns only what identifies and dates a
     page (rank, page, score, title, jurisdiction, year), so no column is squeezed away."""
@@ -151,6 +157,7 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
         "page": "page",
         "score": "score",
         "title": "title",
+        "section": "section",
         "authority": "authority",
         "jur.": "jurisdiction",
         "year": "year",
@@ -172,24 +179,26 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
 
     def cells(r: dict) -> dict[str, str]:
         return {
-            c: _short(str({**r, "score": f"{r['score']:.4g}"}[f]), LONGEST.get(c)) for c, f in fields.items()
+            c: _short(str({**r, "score": f"{r['score']:.4g}", "section": _tail(r)}[f]), LONGEST.get(c))
+            for c, f in fields.items()
         }
 
     # the title takes what the other columns leave, in one or two lines; columns go (role,
-    # type, authority) until it has room (rich would squeeze short columns to nothing, and
+    # type, authority, section) until it has room (rich would squeeze short columns to nothing, and
     # a long authority name took nine lines)
     while True:
         rows = [cells(r) for r in res["results"]]
         widths = {c: max([len(c)] + [len(row[c]) for row in rows]) for c in fields if c != "title"}
         overhead = 2 * (len(fields) - 1) if narrow else 3 * len(fields) + 1
         title_width = max(10, width - sum(widths.values()) - overhead - 1)
-        dropped = next((c for c in ("role", "type", "authority") if c in fields), None)
-        if narrow or title_width >= 24 or dropped is None:
+        dropped = next((c for c in ("role", "type", "authority", "section") if c in fields), None)
+        if title_width >= 24 or dropped is None:
             break
         del fields[dropped]
     room = title_width if narrow else 2 * title_width - 8  # two lines, with room for word breaks
     for row in rows:
         row["title"] = _short(row["title"], min(48, room))
+
     for col in fields:
         t.add_column(
             col,

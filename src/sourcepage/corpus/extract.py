@@ -12,12 +12,13 @@ import hashlib
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
+from sourcepage.corpus import structure
 from sourcepage.limits import LimitExceeded
 
 ENGINES = ("pypdfium2", "pypdf")
@@ -50,6 +51,10 @@ class Extracted:
     #: SHA-256 of the bytes the text was read from ('' for text in hand): ingest stores
     #: a document only when it equals the checksum its manifest row was validated with
     sha256: str = ""
+    #: the PDF outline (level, page index, title) and PDFium's styled lines per page, for
+    #: corpus.structure (empty for text sources)
+    toc: list[tuple[int, int, str]] = field(default_factory=list)
+    lines: list[list[structure.Line]] | None = None
 
 
 def _layout(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage) -> PageLayout:
@@ -197,12 +202,14 @@ def extract_pdf(path: str | Path, engine: str = "pypdfium2", max_pages: int | No
         check_pages(n, max_pages)
         texts: list[str] = []
         layouts: list[PageLayout] = []
+        toc, lines = structure.outline(pdf), []
         for i in range(n):
             page = pdf[i]
             tp = page.get_textpage()
             if engine == "pypdfium2":
                 texts.append(tp.get_text_range())
             layouts.append(_layout(page, tp))
+            lines.append(structure.page_lines(tp))
             tp.close()
             page.close()
     finally:
@@ -214,4 +221,4 @@ def extract_pdf(path: str | Path, engine: str = "pypdfium2", max_pages: int | No
         kind = "image-only" if any(la.images for la in layouts) else "text-less"
         raise ExtractionError(f"{kind} PDF: no extractable text on any of its {n} pages (no OCR)")
     sha = hashlib.sha256(data).hexdigest()
-    return Extracted(texts=texts, layouts=layouts, seconds=time.perf_counter() - t0, sha256=sha)
+    return Extracted(texts, layouts, time.perf_counter() - t0, sha, toc, lines)

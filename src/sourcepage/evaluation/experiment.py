@@ -334,6 +334,7 @@ class QuestionsBenchmark(Benchmark):
         if scores is not None:
             row.update(scores)
             row["first_relevant_rank"] = first
+            row["miss_kind"] = M.miss_kind([h.page for h in hits], q.evidence)
         return row
 
     def metrics_header(self, ctx: Context) -> dict[str, Any]:

@@ -39,6 +39,7 @@ __all__ = [
     "evaluate",
     "first_relevant_rank",
     "hit_at",
+    "miss_kind",
     "ndcg_at",
     "parse_metric",
     "per_question",
@@ -98,6 +99,29 @@ def first_relevant_rank(ranked: Ranked, judged: Judged, depth: int = DEFAULT_DEP
         if page in rel:
             return rank
     return None
+
+
+#: the kinds of a rank-1 miss, nearest first (``miss_kind``)
+MISS_KINDS = ("adjacent page", "same document", "other document", "nothing ranked")
+
+
+def miss_kind(ranked: Ranked, judged: Judged) -> str | None:
+    """What the first page is when it is not a labelled one: the page next to a labelled
+    page of the same document ("adjacent page", |n − m| = 1), another page of a document
+    that holds a labelled page ("same document"), a page of another document, or nothing
+    ranked. None on a rank-1 hit (or no labelled page). Page ids are ``doc#pN``."""
+    rel = relevant_pages(judged)
+    if not rel or (ranked and ranked[0] in rel):
+        return None
+    if not ranked:
+        return MISS_KINDS[3]
+    doc, _, n = ranked[0].rpartition("#p")
+    same = [p.rpartition("#p")[2] for p in rel if p.rpartition("#p")[0] == doc]
+    if not same:
+        return MISS_KINDS[2]
+    if n.isdigit() and any(m.isdigit() and abs(int(m) - int(n)) == 1 for m in same):
+        return MISS_KINDS[0]
+    return MISS_KINDS[1]
 
 
 def reciprocal_rank(ranked: Ranked, judged: Judged, depth: int = DEFAULT_DEPTH) -> float:

@@ -240,6 +240,7 @@ def write_report(
                 ],
             )
         )
+    parts.append(miss_section(per_q, runs))
     if support and support["versions"]:
         parts.append(support_section(support))
         parts.append(quotes_section(support))
@@ -312,6 +313,35 @@ def ratings_section(qs: Sequence[Question]) -> str:
         "\n## Reviewer ratings\n\n"
         f"{rated} of {len(qs)} questions carry a reviewer's ratings of the system's draft answer "
         "(1 poor - 5 excellent).\n\n" + _table(["rating", "questions", "mean", "min", "max"], rows)
+    )
+
+
+def miss_section(per_q: Sequence[Mapping[str, Any]], runs: Sequence[tuple[str, str]]) -> str:
+    """Rank-1 misses by kind (``metrics.miss_kind``) per run and question type, so the next
+    change is aimed: the page next to a labelled one, another page of the right document,
+    or another document."""
+    from sourcepage.evaluation.metrics import MISS_KINDS
+
+    rows = []
+    for v, m in runs:
+        mine = [r for r in per_q if r["text_version"] == v and r["method"] == m and "mrr" in r]
+        for t in ["all", *sorted({r["type"] for r in mine})]:
+            group = [r for r in mine if t == "all" or r["type"] == t]
+            kinds = [r.get("miss_kind") for r in group]
+            rows.append(
+                [
+                    v,
+                    m,
+                    t,
+                    len(group),
+                    sum(k is not None for k in kinds),
+                    *(sum(k == kind for k in kinds) for kind in MISS_KINDS[:3]),
+                ]
+            )
+    if not rows:
+        return ""
+    return "\n## Rank-1 misses by kind and question type\n\n" + _table(
+        ["version", "method", "type", "n", "misses", *MISS_KINDS[:3]], rows
     )
 
 

@@ -140,6 +140,7 @@ _BUILTIN: dict[str, tuple[str, str]] = {
     "rerank-chunk": ("sourcepage.retrieval.chunkrerank:METHOD", "rerank-chunk:<base>"),
     "ltr": ("sourcepage.retrieval.ltr:METHOD", "ltr:<a>+<b>[+<c>]"),
     "route": ("sourcepage.retrieval.routing:METHOD", "route:<base>"),
+    "sect": ("sourcepage.retrieval.sections:METHOD", "sect:<method>"),
 }
 _LOADED: dict[str, BaseMethod | StageMethod] = {}
 
@@ -179,7 +180,8 @@ def parse_method(name: str) -> Method:
         return Method(kind, model=obj.parse_arg(arg))  # type: ignore[union-attr]
     if obj.arity == "one":  # type: ignore[union-attr]
         base = parse_method(arg)
-        if not base.is_base and base.spec.arity == "one":  # type: ignore[union-attr]
+        over = getattr(obj, "over_stages", False)  # a stage that may wrap any method
+        if not base.is_base and base.spec.arity == "one" and not over:  # type: ignore[union-attr]
             raise ValueError(f"{name!r}: {kind} takes a base method or a fusion, not {base.kind}")
         return Method(kind, parts=(base,))
     parts = tuple(parse_method(p) for p in arg.split("+"))

@@ -51,6 +51,7 @@ class Searcher:
         #: move table-of-contents pages after the others, except for navigation questions
         self.contents_last = contents_last
         self._contents: set[str] | None = None
+        self._structure: dict[str, tuple[str, str, str]] | None = None
         self.documents: Mapping[str, Document] = self.store.document_map()  # read on demand
         self._fingerprint: str | None = None
         self._indexes: dict[str, LoadedIndex] = {}
@@ -156,6 +157,18 @@ class Searcher:
             if self._contents is None:
                 self._contents = self.store.contents_pages()
             return self._contents
+
+    def structure(self) -> dict[str, tuple[str, str, str]]:
+        """page id → (section, JSON list of heading paths, page kind) (corpus.structure), read once."""
+        with self._lock:
+            if self._structure is None:
+                self._structure = self.store.page_structure()
+            return self._structure
+
+    def page_section(self, page_id: str) -> tuple[str, str]:
+        """(heading path, page kind) of a page; empty strings where none is known."""
+        sec, _, kind = self.structure().get(page_id, ("", "[]", ""))
+        return sec, kind
 
     def rank(
         self, query: str, method: str | Method = "bm25", k: int | None = 20, filters: Filters | None = None

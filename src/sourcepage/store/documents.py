@@ -142,6 +142,27 @@ class DocumentTables:
         rows = self.conn.execute("SELECT doc_id, page_no FROM pages WHERE contents_page=1").fetchall()
         return {f"{d}#p{n}" for d, n in rows}
 
+    def set_structure(self, conn: sqlite3.Connection, doc_id: str, rows: list[tuple[str, str, str]]) -> None:
+        """Store each page's (section, JSON list of heading paths, page kind), in page order,
+        inside the caller's transaction (corpus.structure computes them)."""
+        conn.executemany(
+            "UPDATE pages SET section=?, sections=?, page_kind=? WHERE doc_id=? AND page_no=?",
+            [(sec, secs, kind, doc_id, i) for i, (sec, secs, kind) in enumerate(rows, 1)],
+        )
+
+    def structure_done(self, conn: sqlite3.Connection) -> None:
+        """Every document was re-extracted after the schema-5 migration."""
+        conn.execute("DELETE FROM meta WHERE key='structure_pending'")
+
+    def page_structure(self) -> dict[str, tuple[str, str, str]]:
+        """page id → (section, JSON list of heading paths, page kind) of every stored page."""
+        rows = self.conn.execute("SELECT doc_id, page_no, section, sections, page_kind FROM pages").fetchall()
+        return {f"{d}#p{n}": (sec, secs, kind) for d, n, sec, secs, kind in rows}
+
+    def structure_pending(self) -> bool:
+        """True when a migration added the structure columns and no ingest has filled them."""
+        return self.conn.execute("SELECT 1 FROM meta WHERE key='structure_pending'").fetchone() is not None
+
     def raw_pages(self, page_ids: list[str]) -> dict[str, tuple[str, bool]]:
         """page id → (raw text, columns interleaved in the text) of each of ``page_ids`` that
         the store holds (``multi_column_risk`` is 2 for interleaved columns, 1 for other
@@ -198,7 +219,8 @@ class DocumentTables:
         conn.execute("DELETE FROM pages WHERE doc_id=?", (doc.doc_id,))
         conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc.doc_id,))
         conn.executemany(
-            "INSERT INTO pages VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO pages (doc_id, page_no, raw, cleaned, chars, images, low_text_100, low_text_300,"
+            " multi_column_risk, spacing_artifact, contents_page) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (
                     doc.doc_id,

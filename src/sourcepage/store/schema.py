@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DB_NAME = "store.sqlite"
 
 _BEIR_IDS = """CREATE TABLE IF NOT EXISTS beir_ids (
@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS pages (
   chars INTEGER NOT NULL, images INTEGER NOT NULL, low_text_100 INTEGER NOT NULL,
   low_text_300 INTEGER NOT NULL, multi_column_risk INTEGER NOT NULL,
   spacing_artifact INTEGER NOT NULL, contents_page INTEGER NOT NULL DEFAULT 0,
+  section TEXT NOT NULL DEFAULT '', sections TEXT NOT NULL DEFAULT '[]', page_kind TEXT NOT NULL DEFAULT '',
   PRIMARY KEY (doc_id, page_no));
 CREATE TABLE IF NOT EXISTS chunks (
   version TEXT NOT NULL, chunk_id TEXT NOT NULL, doc_id TEXT NOT NULL, page_no INTEGER NOT NULL,
@@ -108,11 +109,30 @@ def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
         conn.execute(trigger)
 
 
+_STRUCTURE_COLUMNS = (
+    ("section", "TEXT NOT NULL DEFAULT ''"),
+    ("sections", "TEXT NOT NULL DEFAULT '[]'"),
+    ("page_kind", "TEXT NOT NULL DEFAULT ''"),
+)
+
+
+def _migrate_4_to_5(conn: sqlite3.Connection) -> None:
+    """Schema 5 adds each page's heading path and kind (corpus.structure). They come from
+    the PDF (its outline, its fonts), so the migration marks them pending and the next
+    ``ingest`` re-extracts every document (dense embeddings are reused: cached by text)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(pages)")}
+    for name, decl in _STRUCTURE_COLUMNS:
+        if name not in have:
+            conn.execute(f"ALTER TABLE pages ADD COLUMN {name} {decl}")
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('structure_pending', '1')")
+
+
 #: migrations[n] upgrades a schema-n store to n+1, inside one transaction.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _migrate_1_to_2,
     2: _migrate_2_to_3,
     3: _migrate_3_to_4,
+    4: _migrate_4_to_5,
 }
 
 

@@ -1,0 +1,150 @@
+"""Page structure at ingest (corpus.structure): heading paths and page kinds."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from sourcepage.corpus.structure import SEP, Line, detect_headings, document_structure
+from sourcepage.ingest import ingest
+from sourcepage.retrieval.methods import parse_method
+from sourcepage.retrieval.search import Searcher
+from sourcepage.retrieval.sections import DEPTH, SectionSettings, section_rank
+from sourcepage.store.db import DB_NAME, Store
+
+INTL = Path(__file__).resolve().parents[2] / "shared" / "corpus-intl" / "pdf"
+if not INTL.is_dir():
+    INTL = Path("/work/shared/corpus-intl/pdf")
+
+
+def _body(text: str) -> Line:
+    return Line(text, 11.5, False)
+
+
+def test_numbered_and_styled_headings_nest() -> None:
+    """Part › Subpart › numbered section, found by style and numbering; a bare "Article N"
+    label takes its title from the next line; body lines are never headings."""
+    body = "The officer must exercise due diligence to ensure that the PCBU complies with duties."
+    pages = [
+        [Line("Part 2 Health and safety duties", 14.0, False), _body(body), _body(body)],
+        [
+            Line("Subpart 3—Duties of officers", 13.5, False),
+            Line("44 Duty of officers", 11.5, True),
+            _body(body),
+            _body(body),
+        ],
+        [
+            _body(body),
+            Line("Article 10", 11.5, False),
+            Line("Obligations of manufacturers", 11.5, True),
+            _body(body),
+            _body(body),
+        ],
+    ]
+    heads = detect_headings(pages)
+    assert [(h.page, h.title) for h in heads] == [
+        (0, "Part 2 Health and safety duties"),
+        (1, "Subpart 3—Duties of officers"),
+        (1, "44 Duty of officers"),
+        (2, "Article 10 Obligations of manufacturers"),
+    ]
+    st = document_structure(["\n".join(ln.text for ln in p) for p in pages], pages)
+    assert st[1].section == SEP.join(
+        ["Part 2 Health and safety duties", "Subpart 3—Duties of officers", "44 Duty of officers"]
+    )
+    assert st[2].sections[-1].endswith("Article 10 Obligations of manufacturers")
+
+
+def test_kinds_from_titles_and_lines() -> None:
+    """Amendment instructions and a correlation table are flagged; rule text is not."""
+    amend = [
+        "Crown Minerals Act 1991—continued",
+        "Replace section 90E(1) with:",
+        "In Schedule 1, replace clause 15(7) with:",
+        "In section 4, insert “worker” after “employee”.",
+        "Repeal section 12.",
+    ]
+    rules = [
+        "An officer must exercise due diligence.",
+        "The PCBU must ensure the health and safety of workers.",
+    ]
+    table = ["ANNEX XII", "CORRELATION TABLE", "Article 1 Article 2"]
+    st = document_structure(["\n".join(amend), "\n".join(rules), "\n".join(table)])
+    assert st[0].kind == "amendments" and st[1].kind == ""
+
+
+@pytest.fixture(scope="module")
+def nz_eu_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The NZ Act and the EU machinery regulation of ../shared/corpus-intl, ingested."""
+    if not (INTL / "nz-hswa-2015-as-at-2025-04-05.pdf").exists():
+        pytest.skip("../shared/corpus-intl is absent")
+    tmp = tmp_path_factory.mktemp("nz_eu")
+    corpus = tmp / "corpus"
+    (corpus / "pdf").mkdir(parents=True)
+    manifest = (INTL.parent / "manifest.csv").read_text(encoding="utf-8").splitlines()
+    keep = [manifest[0]] + [r for r in manifest[1:] if r.startswith(("nz-hswa-2015,", "eu-reg-2023-1230"))]
+    (corpus / "manifest.csv").write_text("\n".join(keep) + "\n", encoding="utf-8")
+    for name in ("nz-hswa-2015-as-at-2025-04-05.pdf", "eu-reg-2023-1230-machinery.pdf"):
+        (corpus / "pdf" / name).symlink_to(INTL / name)
+    ingest(corpus, tmp / "store", workers=1)
+    return tmp / "store"
+
+
+def test_real_corpus_walkthrough_sections(nz_eu_store: Path) -> None:
+    """The issue's walkthrough pages: NZ s 44 "Duty of officers" on p.42, the amendments to other
+    Acts on p.171, EU Article 10 "Obligations of manufacturers" on p.19."""
+    s = Store(nz_eu_store).page_structure()
+    sec, secs, kind = s["nz-hswa-2015#p42"]
+    assert sec.endswith("Subpart 3—Duties of officers, workers, and other persons › 44 Duty of officers")
+    assert kind == "" and sec in json.loads(secs)
+    assert s["nz-hswa-2015#p171"][2] == "amendments"
+    assert s["nz-hswa-2015#p3"][2] == "contents"
+    assert "Article 10 Obligations of manufacturers of machinery" in s["eu-reg-2023-1230-machinery#p19"][0]
+
+
+def test_sect_stage_on_real_pages(nz_eu_store: Path) -> None:
+    """``sect:`` wraps routing; the officers' question puts s 44 first; an amendment page that
+    the base ranks first follows the rule pages unless the question asks about amendments."""
+    searcher = Searcher(nz_eu_store)
+    hits = searcher.rank("What are the duties of an officer under New Zealand's Act?", "sect:route:bm25", k=5)
+    assert hits.hits[0].page_id == "nz-hswa-2015#p42"
+    q = "Crown Minerals Act permit operator change health and safety regulator"
+    base = searcher.rank(q, "bm25", k=None).hits
+    assert base[0].page_id == "nz-hswa-2015#p171"  # the amendments to the Crown Minerals Act
+    moved = section_rank(searcher, q, base)
+    assert moved[0].page_id != "nz-hswa-2015#p171"
+    kinds = [searcher.page_section(h.page_id)[1] for h in moved[:DEPTH]]
+    first_amend = kinds.index("amendments")
+    assert all(k in SectionSettings().demote for k in kinds[first_amend:])
+    asked = section_rank(searcher, q + " amendments", base)
+    assert asked[0].page_id == "nz-hswa-2015#p171"
+    with pytest.raises(ValueError):
+        parse_method("route:sect:bm25")
+    assert parse_method("sect:route:rrf:bm25+dense").name == "sect:route:rrf:bm25+dense"
+
+
+def test_schema_4_store_is_migrated_and_reingested(fresh_corpus: Path, fresh_store: Path) -> None:
+    """A schema-4 store gains the structure columns; the next ingest re-extracts every document
+    to fill them (the PDF outline and fonts are not in the store), then never again."""
+    db = sqlite3.connect(fresh_store / DB_NAME)
+    with db:
+        for col in ("section", "sections", "page_kind"):
+            db.execute(f"ALTER TABLE pages DROP COLUMN {col}")
+        db.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
+    db.close()
+    st = Store(fresh_store)
+    assert st.structure_pending() and all(v == ("", "[]", "") for v in st.page_structure().values())
+    st.close()
+    with sqlite3.connect(fresh_store / DB_NAME) as db:  # a value only an ingest replaces
+        db.execute("UPDATE pages SET section='stale'")
+    db.close()
+    report = ingest(fresh_corpus, fresh_store, workers=1)
+    assert report.extracted and not report.unchanged
+    st = Store(fresh_store)
+    assert not st.structure_pending()
+    assert "stale" not in {sec for sec, _, _ in st.page_structure().values()}
+    st.close()
+    assert not ingest(fresh_corpus, fresh_store, workers=1).extracted  # once
