@@ -95,6 +95,22 @@ def test_split_is_a_partition_with_recorded_hashes() -> None:
         assert digest in readme, f"{n}.jsonl SHA-256 {digest} is not the one in README.md"
 
 
+def test_split_is_what_split_py_makes(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copy(QUESTIONS, tmp_path / "questions.jsonl")
+    script = ROOT / "benchmarks" / "split.py"
+    subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "questions.jsonl"), "--seed", "42"],
+        check=True,
+        capture_output=True,
+    )
+    for n in ("dev", "test"):
+        assert (tmp_path / f"{n}.jsonl").read_bytes() == (BENCH / f"{n}.jsonl").read_bytes(), n
+
+
 @needs_corpus
 def test_manifest_copy_matches_corpus() -> None:
     assert _manifest(BENCH / "manifest.csv") == _manifest(CORPUS / "manifest.csv")
