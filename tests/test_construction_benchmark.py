@@ -68,11 +68,13 @@ def test_set_parses_and_pages_exist() -> None:
 def test_extra_fields_and_coverage() -> None:
     rows = _rows()
     manifest_phases = {p for r in _manifest(BENCH / "manifest.csv") for p in r["phase"].split(";")} - {"any"}
+    manifest_topics = {r["topic"] for r in _manifest(BENCH / "manifest.csv")} | {"none"}
+    assert {r["manifest_topic"] for r in rows} <= manifest_topics
     seen_phases = {r["phase"] for r in rows}
     assert seen_phases <= PHASES
     assert manifest_phases <= seen_phases, manifest_phases - seen_phases
     for r in rows:
-        for field in ("phase", "work_package", "project_type", "jurisdiction"):
+        for field in ("phase", "work_package", "project_type", "jurisdiction", "manifest_topic"):
             assert isinstance(r.get(field), str) and r[field], (r["id"], field)
         if r["answerability"] == "unsupported":
             check = r["absence_check"]
