@@ -68,11 +68,13 @@ def test_set_parses_and_pages_exist() -> None:
 def test_extra_fields_and_coverage() -> None:
     rows = _rows()
     manifest_phases = {p for r in _manifest(BENCH / "manifest.csv") for p in r["phase"].split(";")} - {"any"}
+    manifest_topics = {r["topic"] for r in _manifest(BENCH / "manifest.csv")} | {"none"}
+    assert {r["manifest_topic"] for r in rows} <= manifest_topics
     seen_phases = {r["phase"] for r in rows}
     assert seen_phases <= PHASES
     assert manifest_phases <= seen_phases, manifest_phases - seen_phases
     for r in rows:
-        for field in ("phase", "work_package", "project_type", "jurisdiction"):
+        for field in ("phase", "work_package", "project_type", "jurisdiction", "manifest_topic"):
             assert isinstance(r.get(field), str) and r[field], (r["id"], field)
         if r["answerability"] == "unsupported":
             check = r["absence_check"]
@@ -93,6 +95,22 @@ def test_split_is_a_partition_with_recorded_hashes() -> None:
     for n in ("dev", "test"):
         digest = hashlib.sha256((BENCH / f"{n}.jsonl").read_bytes()).hexdigest()
         assert digest in readme, f"{n}.jsonl SHA-256 {digest} is not the one in README.md"
+
+
+def test_split_is_what_split_py_makes(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copy(QUESTIONS, tmp_path / "questions.jsonl")
+    script = ROOT / "benchmarks" / "split.py"
+    subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "questions.jsonl"), "--seed", "42"],
+        check=True,
+        capture_output=True,
+    )
+    for n in ("dev", "test"):
+        assert (tmp_path / f"{n}.jsonl").read_bytes() == (BENCH / f"{n}.jsonl").read_bytes(), n
 
 
 @needs_corpus

@@ -35,6 +35,16 @@ A = dict(
     sw1="au-swa-swms-info-sheet", sw2="au-wa-swms-info-sheet",
 )
 
+#: question topic (the issue's list) -> the nearest topic slug of the corpus manifest, kept in
+#: the extra field ``manifest_topic`` for readers that join questions to manifest topics
+MANIFEST_TOPIC = {
+    "fall_protection": "fall_protection", "scaffolding": "scaffolding", "formwork": "temporary_works",
+    "temporary_works": "temporary_works", "excavation": "excavation", "lifting": "cranes_lifting",
+    "precast_tiltup": "cranes_lifting", "plant_movement": "construction", "electrical": "construction",
+    "contractor_coordination": "contractor_coordination", "demolition": "demolition", "swms": "construction",
+    "design": "construction", "procedures": "construction", "none": "none",
+}
+
 
 def collapse(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
@@ -105,6 +115,7 @@ def row(q: dict, pages: dict[str, str], jur: dict[str, str]) -> dict:
         where = q.get("jur", "any")
         if ans == "unsupported":
             out["absence_check"] = absence(pages, q["id"], q["absence"])
+    out["manifest_topic"] = MANIFEST_TOPIC[q["topic"]]
     out |= {"phase": q["phase"], "work_package": q["wp"], "project_type": q.get("ptype", "any")}
     out["jurisdiction"] = where if isinstance(where, str) else ";".join(where)
     for src, dst in (("names", "names_jurisdiction"), ("notes", "notes")):
