@@ -116,7 +116,7 @@ def _shown(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _assemble(log: LabelLog) -> dict[int, Referral]:
-    refs = {x.id: Referral(x.id, x.subject, x.created_at, x.body) for x in log.labels("referral")}
+    refs = {x.seq: Referral(x.seq, x.subject, x.created_at, x.body) for x in log.labels("referral")}
     for x in log.labels("ask"):
         if int(x.subject) in refs:
             refs[int(x.subject)].asks.append(x.created_at)
@@ -155,7 +155,7 @@ def refer(store: str | Path, result: Mapping[str, Any]) -> Referral:
             ref.asks.append(asked.created_at)
             return ref
         x = log.add("referral", key, ACTOR_SYSTEM, _shown(result), None)
-        return Referral(x.id, x.subject, x.created_at, x.body)
+        return Referral(x.seq, x.subject, x.created_at, x.body)
 
 
 def queue(
