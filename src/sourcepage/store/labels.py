@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,8 +199,10 @@ class LabelLog:
         subject: str | None = None,
         actor: str | None = None,
         after: int = 0,
+        seqs: Iterable[int] | None = None,
     ) -> list[Label]:
-        """Labels oldest first, optionally of one kind / subject / actor, or after an id."""
+        """Labels oldest first, optionally of one kind / subject / actor, after an id, or
+        with the given numbers among their kind (``seqs``)."""
         sql = (
             "SELECT id, kind, subject, actor, body, created_at, seq FROM (SELECT *, ROW_NUMBER() OVER"
             " (PARTITION BY kind ORDER BY id) AS seq FROM labels{}) WHERE id > ?"
@@ -212,6 +214,10 @@ class LabelLog:
             if val is not None:
                 sql += f" AND {col} = ?"
                 args.append(val)
+        if seqs is not None:
+            wanted = sorted({int(n) for n in seqs})
+            sql += f" AND seq IN ({', '.join('?' * len(wanted))})"
+            args += wanted
         rows = self.conn.execute(sql + " ORDER BY id", args).fetchall()
         return [Label(i, k, s, a, json.loads(b), c, q) for i, k, s, a, b, c, q in rows]
 
