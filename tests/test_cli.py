@@ -117,6 +117,40 @@ def test_search_prints_passages_and_citations_verbatim(
     assert "As [doc p.3] says, each [red]lock[/red] is removed by its owner." in out
 
 
+@pytest.mark.parametrize("width", [80, 120, 160, 200])
+def test_search_table_keeps_a_hit_to_two_lines_and_says_routing_and_referral(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, width: int
+) -> None:
+    from sourcepage import api
+
+    def fake(question: str, store: Path, **kw: object) -> dict:
+        res = _fake_result(question)
+        eu = {
+            **res["results"][0],
+            "page": "eu-reg-2023-1230-machinery#p45",
+            "title": "Regulation (EU) 2023/1230 of 14 June 2023 on machinery (OJ L 165, 29.6.2023, p. 1-102)",
+            "authority": "European Parliament and Council (Publications Office of the EU)",
+            "doc_type": "regulation",
+        }
+        res["results"] = [{**eu, "rank": r} for r in range(1, 6)]
+        res["routing"] = {"jurisdictions": ["EU"], "matched": ["EU"], "uncovered": [], "applied": True}
+        res["referral"] = {"id": 7, "url": "/questions/7"}
+        return res
+
+    monkeypatch.setattr(api, "search", fake)
+    res = CliRunner().invoke(
+        app, ["search", "What does the EU require?", "--store", str(tmp_path)], terminal_width=width
+    )
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    body = lines[next(i for i, x in enumerate(lines) if "eu-reg-2023" in x) :]
+    rows = [x for x in body[: next(i for i, x in enumerate(body) if "decision:" in x)] if x.strip("│└┘─┴ ")]
+    assert len(rows) <= 2 * 5, res.output  # one or two lines a hit
+    assert sum("Regulation" in x for x in rows) == 5  # and the title is still there
+    assert "routing: searched only EU documents (the question names EU)" in _flat(res.output)
+    assert "referred to the reviewer's desk as question #7" in _flat(res.output)
+
+
 def test_judge_card_and_hint_print_verbatim(capsys: pytest.CaptureFixture[str]) -> None:
     from sourcepage.cli.labels import _hint, _show
     from sourcepage.labels.session import Card

@@ -262,9 +262,19 @@ def reviews(
         if question:
             from sourcepage.api import search
 
-            system = search(question, store, method=method, k=5, version=version, answer=False)["decision"]
+            res = search(question, store, method=method, k=5, version=version, answer=False)
+            referral = (res.get("referral") or {}).get("id")  # a review decision: this decides its referral
             R.record(
-                store, question, method, version, system, decision or "", page or [], reviewer or "", note
+                store,
+                question,
+                method,
+                version,
+                res["decision"],
+                decision or "",
+                page or [],
+                reviewer or "",
+                note,
+                referral=referral,
             )
         log = R.list_reviews(store)
     except (StoreError, ValueError) as e:

@@ -130,7 +130,7 @@ def _insert(db: LabelLog, qid: str, page: str, grade: int, reviewer: str, note: 
         raise ValueError(f"bad grade {grade!r} (must be 0, 1 or 2)")
     if not reviewer or not reviewer.strip():
         raise ValueError("empty reviewer name")
-    return db.append("judgment", qid, reviewer, {"page": page, "grade": int(grade), "note": note or ""}).id
+    return db.append("judgment", qid, reviewer, {"page": page, "grade": int(grade), "note": note or ""}).seq
 
 
 def record(db: LabelLog, qid: str, page: str, grade: int, reviewer: str, note: str = "") -> int:
@@ -151,7 +151,7 @@ def history(
     """Every judgment row (oldest first), optionally for one question / page / reviewer."""
     rows = [
         {
-            "id": x.id,
+            "id": x.seq,
             "question_id": x.subject,
             "page": x.body["page"],
             "grade": x.body["grade"],

@@ -116,7 +116,7 @@ def _shown(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _assemble(log: LabelLog) -> dict[int, Referral]:
-    refs = {x.id: Referral(x.id, x.subject, x.created_at, x.body) for x in log.labels("referral")}
+    refs = {x.seq: Referral(x.seq, x.subject, x.created_at, x.body) for x in log.labels("referral")}
     for x in log.labels("ask"):
         if int(x.subject) in refs:
             refs[int(x.subject)].asks.append(x.created_at)
@@ -141,6 +141,16 @@ def get(store: str | Path, referral_id: int) -> Referral | None:
     return next((r for r in referrals(store) if r.id == referral_id), None)
 
 
+def _decided(log: LabelLog) -> dict[int, Review]:
+    """referral number -> its latest decision (reads the reviews only: few, beside the
+    referrals and asks of every review search)."""
+    out: dict[int, Review] = {}
+    for x in log.labels("review"):
+        if x.body.get("referral") is not None:
+            out[int(x.body["referral"])] = from_label(x)
+    return out
+
+
 def refer(store: str | Path, result: Mapping[str, Any]) -> Referral:
     """Open a referral for a search decided ``review``, or join the open one with the
     same key; one transaction, so two askers at once open one referral."""
@@ -148,14 +158,17 @@ def refer(store: str | Path, result: Mapping[str, Any]) -> Referral:
         raise ValueError(f"only a search decided review is referred, not {result.get('decision')!r}")
     key = referral_key(result["question"], result.get("filters"))
     with LabelLog(store) as log, log.transaction():
-        open_ = [r for r in _assemble(log).values() if r.key == key and r.decision is None]
+        decided = _decided(log)
+        open_ = [x for x in log.labels("referral", key) if x.seq not in decided]
         if open_:
-            ref = open_[0]
+            x = open_[0]
+            ref = Referral(x.seq, x.subject, x.created_at, x.body)
+            ref.asks = [a.created_at for a in log.labels("ask", str(x.seq))]
             asked = log.add("ask", str(ref.id), ACTOR_SYSTEM, {"question": result["question"]}, None)
             ref.asks.append(asked.created_at)
             return ref
         x = log.add("referral", key, ACTOR_SYSTEM, _shown(result), None)
-        return Referral(x.id, x.subject, x.created_at, x.body)
+        return Referral(x.seq, x.subject, x.created_at, x.body)
 
 
 def queue(
@@ -219,9 +232,14 @@ def reviewed_answer(store: str | Path, result: Mapping[str, Any]) -> dict[str, A
     """The reviewed answer for a search result's question: the decided referral with the
     same key, else the most similar decided near-duplicate (same filters and routed
     jurisdictions, similarity >= NEAR_DUPLICATE); None when there is none."""
-    decided = [r for r in referrals(store) if r.decision is not None]
-    if not decided:
+    if not (Path(store) / DB_NAME).exists():
         return None
+    with LabelLog(store) as log:
+        decisions = _decided(log)
+        if not decisions:  # most searches: no reviewed question yet, nothing more to read
+            return None
+        rows = log.labels("referral", seqs=decisions)
+    decided = [Referral(x.seq, x.subject, x.created_at, x.body, decision=decisions[x.seq]) for x in rows]
     key = referral_key(result["question"], result.get("filters"))
     exact = [r for r in decided if r.key == key]
     if exact:

@@ -174,7 +174,7 @@ def from_label(x: Label) -> Review:
     """The review a ``review`` row of the label log holds."""
     b = x.body
     return Review(
-        x.id,
+        x.seq,
         b["question"],
         b["method"],
         b["text_version"],

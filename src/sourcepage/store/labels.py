@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS labels (
   created_at TEXT NOT NULL,
   CHECK (kind != 'judgment' OR json_extract(body, '$.grade') IN (0, 1, 2)));
 CREATE INDEX IF NOT EXISTS labels_by_subject ON labels (kind, subject, id);
+CREATE INDEX IF NOT EXISTS labels_by_kind ON labels (kind, id);
 CREATE TRIGGER IF NOT EXISTS labels_no_update BEFORE UPDATE ON labels
   BEGIN SELECT RAISE(ABORT, 'the label log is append-only: record a new label instead'); END;
 CREATE TRIGGER IF NOT EXISTS labels_no_delete BEFORE DELETE ON labels
@@ -104,7 +105,9 @@ def log_path(where: str | Path) -> Path:
 
 @dataclass(frozen=True)
 class Label:
-    """One row of the log."""
+    """One row of the log. ``id`` is the row's place in the whole log; ``seq`` its place
+    among the labels of its kind (1, 2, …), the number people see ("review #3",
+    "/questions/7"): the log is append-only, so neither ever changes."""
 
     id: int
     kind: str
@@ -112,6 +115,7 @@ class Label:
     actor: str
     body: dict[str, Any]
     created_at: str
+    seq: int
 
 
 def normalise_question(question: str) -> str:
@@ -182,7 +186,11 @@ class LabelLog:
             "INSERT INTO labels (kind, subject, actor, body, created_at) VALUES (?, ?, ?, ?, ?)",
             (kind, subject, actor, text, when),
         )
-        return Label(int(cur.lastrowid or 0), kind, subject, actor, json.loads(text), when)
+        rid = int(cur.lastrowid or 0)
+        (seq,) = self.conn.execute(
+            "SELECT COUNT(*) FROM labels WHERE kind = ? AND id <= ?", (kind, rid)
+        ).fetchone()
+        return Label(rid, kind, subject, actor, json.loads(text), when, int(seq))
 
     # ---------------------------------------------------------------- reading
     def labels(
@@ -191,22 +199,27 @@ class LabelLog:
         subject: str | None = None,
         actor: str | None = None,
         after: int = 0,
+        seqs: Iterable[int] | None = None,
     ) -> list[Label]:
-        """Labels oldest first, optionally of one kind / subject / actor, or after an id."""
-        sql = "SELECT id, kind, subject, actor, body, created_at FROM labels WHERE id > ?"
-        args: list[Any] = [after]
-        for col, val in (("kind", kind), ("subject", subject), ("actor", actor)):
+        """Labels oldest first, optionally of one kind / subject / actor, after an id, or
+        with the given numbers among their kind (``seqs``)."""
+        sql = (
+            "SELECT id, kind, subject, actor, body, created_at, seq FROM (SELECT *, ROW_NUMBER() OVER"
+            " (PARTITION BY kind ORDER BY id) AS seq FROM labels{}) WHERE id > ?"
+        )
+        inner, args = ("", []) if kind is None else (" WHERE kind = ?", [kind])
+        sql = sql.format(inner)
+        args.append(after)
+        for col, val in (("subject", subject), ("actor", actor)):
             if val is not None:
                 sql += f" AND {col} = ?"
                 args.append(val)
+        if seqs is not None:
+            wanted = sorted({int(n) for n in seqs})
+            sql += f" AND seq IN ({', '.join('?' * len(wanted))})"
+            args += wanted
         rows = self.conn.execute(sql + " ORDER BY id", args).fetchall()
-        return [Label(i, k, s, a, json.loads(b), c) for i, k, s, a, b, c in rows]
-
-    def get(self, label_id: int) -> Label | None:
-        row = self.conn.execute(
-            "SELECT id, kind, subject, actor, body, created_at FROM labels WHERE id = ?", (label_id,)
-        ).fetchone()
-        return Label(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5]) if row else None
+        return [Label(i, k, s, a, json.loads(b), c, q) for i, k, s, a, b, c, q in rows]
 
     # ---------------------------------------------------------------- older stores
     def _import_legacy(self) -> None:
