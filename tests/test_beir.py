@@ -203,7 +203,9 @@ def test_ingest_streams_the_corpus_line_by_line(beir_dir, tmp_path, monkeypatch)
             pytest.fail("corpus.jsonl read whole")
 
     real_open = open
-    monkeypatch.setattr(B, "open", lambda *a, **k: LineReader(real_open(*a, **k)), raising=False)
+    import sourcepage.jsonl as jsonl  # the one JSONL reader, which beir's iter_jsonl reads through
+
+    monkeypatch.setattr(jsonl, "open", lambda *a, **k: LineReader(real_open(*a, **k)), raising=False)
     at_first_write: list[int] = []
     real_write = Store.write_document
 

@@ -62,7 +62,15 @@ def serve(
 
     import uvicorn
 
-    from sourcepage.service.app import ENV_CORPUS, ENV_HOSTS, ENV_PUBLIC, ENV_QUESTIONS, ENV_STORE, create_app
+    from sourcepage.service.app import (
+        ENV_CORPUS,
+        ENV_HOSTS,
+        ENV_PUBLIC,
+        ENV_QUESTIONS,
+        ENV_SERVER_PID,
+        ENV_STORE,
+        create_app,
+    )
     from sourcepage.store.db import StoreError
 
     hosts = list(allowed_host or [])
@@ -96,6 +104,7 @@ def serve(
     os.environ[ENV_QUESTIONS] = str(Path(questions).resolve()) if questions else ""
     os.environ[ENV_PUBLIC] = "1" if public else ""
     os.environ[ENV_HOSTS] = ",".join(hosts)
+    os.environ[ENV_SERVER_PID] = str(os.getpid())
     uvicorn.run(
         "sourcepage.service.app:app_from_env",
         factory=True,

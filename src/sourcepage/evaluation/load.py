@@ -273,7 +273,9 @@ def _requests(pages: list[str], images: bool, session: dict[str, str] | None = N
                 "reviewer": session["reviewer"],
                 "note": "bench --load --writes",
             }
+            # each write on a new connection, as a browser's posts over time: any worker may take it
             headers = {**json_type, "Cookie": session["cookie"], "X-CSRF-Token": session["csrf"]}
+            headers["Connection"] = "close"
             out.append(("write", "POST", "/reviews", json.dumps(review).encode(), headers, 201))
         elif i == 5 or (i in (0, 10) and not images):
             out.append(("documents", "GET", "/documents", None, {}, 200))

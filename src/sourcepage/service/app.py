@@ -147,6 +147,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 #: environment variables that ``app_from_env`` reads (set by ``sourcepage serve --workers``)
 ENV_STORE, ENV_CORPUS, ENV_QUESTIONS = "SOURCEPAGE_STORE", "SOURCEPAGE_CORPUS", "SOURCEPAGE_QUESTIONS"
 ENV_PUBLIC, ENV_HOSTS = "SOURCEPAGE_PUBLIC", "SOURCEPAGE_ALLOWED_HOSTS"
+ENV_SERVER_PID = "SOURCEPAGE_SERVER_PID"  # the process of `serve`, the workers' parent
 
 
 def app_from_env() -> FastAPI:
@@ -159,7 +160,11 @@ def app_from_env() -> FastAPI:
     from sourcepage.executor import die_with_parent
 
     # a worker whose server died (kill -9 gives it no time to stop its workers) exits
-    # too, rather than answering on the port on its own
+    # too, rather than answering on the port on its own; a worker still starting when the
+    # server died finds itself re-parented here and exits at once
+    server = os.environ.get(ENV_SERVER_PID, "")
+    if server.isdigit() and os.getppid() != int(server):
+        os._exit(1)
     die_with_parent()
     hosts = [h for h in os.environ.get(ENV_HOSTS, "").split(",") if h]
     return create_app(

@@ -10,6 +10,7 @@ ends at its expiry, on sign-out, or when its reviewer's token is replaced or rem
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 import time
@@ -40,19 +41,21 @@ def _key(sid: str) -> str:
     return hashlib.sha256(sid.encode("utf-8")).hexdigest()
 
 
-def _connect(store: str | Path) -> sqlite3.Connection | None:
+def _connect(store: str | Path, create: bool = False) -> sqlite3.Connection | None:
+    """The accounts file (None without one); ``create``: with the sessions table."""
     path = Path(store) / DB_NAME
     if not path.exists():
         return None
     conn = sqlite3.connect(path, timeout=30)
-    with conn:
-        conn.executescript(_SCHEMA)
+    if create:
+        with conn:
+            conn.executescript(_SCHEMA)
     return conn
 
 
 def open_session(store: str | Path, sid: str, s: StoredSession) -> None:
     """Record the session ``sid`` (and drop the expired ones)."""
-    conn = _connect(store)
+    conn = _connect(store, create=True)
     if conn is None:
         raise FileNotFoundError(f"no reviewer accounts in {store}")
     with closing(conn), conn:
@@ -69,10 +72,14 @@ def find_session(store: str | Path, sid: str) -> StoredSession | None:
     if conn is None:
         return None
     with closing(conn):
-        row = conn.execute(
-            "SELECT reviewer, token_sha256, csrf, expires FROM sessions WHERE sid_sha256=? AND expires >= ?",
-            (_key(sid), time.time()),
-        ).fetchone()
+        try:
+            row = conn.execute(
+                "SELECT reviewer, token_sha256, csrf, expires FROM sessions"
+                " WHERE sid_sha256=? AND expires >= ?",
+                (_key(sid), time.time()),
+            ).fetchone()
+        except sqlite3.OperationalError:  # no session was ever opened (no table yet)
+            return None
     return StoredSession(*row) if row else None
 
 
@@ -80,5 +87,5 @@ def end_session(store: str | Path, sid: str) -> None:
     conn = _connect(store)
     if conn is None:
         return
-    with closing(conn), conn:
+    with closing(conn), conn, contextlib.suppress(sqlite3.OperationalError):  # no table: no session
         conn.execute("DELETE FROM sessions WHERE sid_sha256=?", (_key(sid),))
