@@ -35,7 +35,7 @@ def measure(store: Path, questions: Path, method: str | None) -> dict:
     rows = []
     t0 = time.perf_counter()
     for i, q in enumerate(qs, 1):
-        r = api.search(q.question, store, method=method, k=10)
+        r = api.search(q.question, store, method=method, k=10, refer=False)
         sup = r["support"] or {}
         quotes = " ".join(x["text"] for x in r.get("answer", {}).get("quotes", []))
         answerable = q.answerability == "answerable"

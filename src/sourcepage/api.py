@@ -339,6 +339,7 @@ def search(
     build: bool = True,
     notify: Callable[[str], None] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    refer: bool = True,
 ) -> dict[str, Any]:
     """Ranked source pages with provenance (``method`` None: ``default_method()``, measured
     on the dev splits), a support decision (spec §5) and, unless
@@ -350,11 +351,12 @@ def search(
     ``decide`` (features, decision and quotes). A search decided ``review`` is referred to
     the reviewer's desk (``referral``: its id and the asker's page), and a question a
     reviewer has answered comes back with that answer as ``reviewed``
-    (:func:`sourcepage.labels.referrals.attach`)."""
+    (:func:`sourcepage.labels.referrals.attach`). ``refer=False`` (benchmarks, bench) leaves
+    the label log alone: no referral is written and no reviewed answer is looked up."""
     from sourcepage.labels.referrals import attach
 
     out = service(store, version, build).search(question, method, k, filters, answer, log, notify, progress)
-    return attach(store, out)
+    return attach(store, out) if refer else out
 
 
 def step_lines(stream: Any = None) -> Callable[[str, int, int], None]:
