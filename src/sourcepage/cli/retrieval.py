@@ -197,7 +197,9 @@ def search(
     store: StoreOpt = Path(".store"),
     method: Annotated[
         str | None,
-        typer.Option(help=f"{METHOD_GRAMMAR}. Default: sect:route:rrf:bm25+dense (route:bm25 without MiniLM)."),
+        typer.Option(
+            help=f"{METHOD_GRAMMAR}. Default: sect:route:rrf:bm25+dense (route:bm25 without MiniLM)."
+        ),
     ] = None,
     k: Annotated[int, typer.Option("-k", "--k", help="Pages to return (1-100).")] = 10,
     version: Annotated[str, typer.Option(help="raw, cleaned or enriched.")] = "raw",
