@@ -143,7 +143,8 @@ def _tail(r: dict) -> str:
 
 def _results_table(res: dict, version: str, question: str, width: int) -> Table:
     """The ranked pages; on a terminal under 120 columns only what identifies and dates a
-    page (rank, page, score, title, jurisdiction, year), so no column is squeezed away."""
+    page (rank, page, score, title, jurisdiction, year), so no column is squeezed away; the
+    heading path (``section``) shows from 120 columns."""
     fields = {
         "rank": "rank",
         "page": "page",
@@ -158,7 +159,7 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
     }
     narrow = width < 120
     if narrow:  # one line a page, without borders
-        fields = {c: f for c, f in fields.items() if c not in ("authority", "type", "role")}
+        fields = {c: f for c, f in fields.items() if c not in ("authority", "type", "role", "section")}
     t = Table(
         title=escape(f"{res['method']} · {version} · {question}"),
         title_justify="left",
