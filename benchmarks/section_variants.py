@@ -39,6 +39,7 @@ VARIANTS: dict[str, SectionSettings | None] = {
     "section index w=1.0": SectionSettings(0.0, 0.0, (), 1.0),
     "section index 0.25 + demote all five": SectionSettings(0.0, 0.0, ALL, 0.25),
     "section 0.25 + neighbours 0.1 + demote all five": SectionSettings(0.0, 0.1, ALL, 0.25),
+    "section 0.25 + demote all five + recitals": SectionSettings(0.0, 0.0, (*ALL, "recitals"), 0.25),
     "section 0.1 + neighbours 0.1 + demote all five": SectionSettings(0.0, 0.1, ALL, 0.1),
     "section 0.25 + neighbours 0.05 + demote all five": SectionSettings(0.0, 0.05, ALL, 0.25),
     "headings 0.1 + section 0.25 + neighbours 0.1 + demote": SectionSettings(0.1, 0.1, ALL, 0.25),

@@ -102,6 +102,7 @@ def test_real_corpus_walkthrough_sections(nz_eu_store: Path) -> None:
     assert kind == "" and sec in json.loads(secs)
     assert s["nz-hswa-2015#p171"][2] == "amendments"
     assert s["nz-hswa-2015#p3"][2] == "contents"
+    assert s["eu-reg-2023-1230-machinery#p5"][2] == "recitals"  # "(28) Economic operators should …"
     assert "Article 10 Obligations of manufacturers of machinery" in s["eu-reg-2023-1230-machinery#p19"][0]
 
 

@@ -17,7 +17,7 @@ def built_indexes(safety_store: Path, tmp_path_factory: pytest.TempPathFactory) 
     """indexes/ of a copy of the session store: bm25 and lsa on raw, cleaned, enriched."""
     store = Path(shutil.copytree(safety_store, tmp_path_factory.mktemp("indexed") / "store"))
     build_indexes(store, ["raw", "cleaned", "enriched"], ["bm25", "lsa"])
-    build_indexes(store, "raw", ["dense"])  # the default method (route:rrf:bm25+dense) reads it
+    build_indexes(store, "raw", ["dense"])  # the default method (sect:route:rrf:bm25+dense) reads it
     return store / "indexes"
 
 

@@ -73,7 +73,7 @@ def test_search_returns_exactly_api_search(client: TestClient, fresh_store: Path
 
 def test_search_defaults_and_other_methods(client: TestClient) -> None:
     body = client.post("/search", json={"question": "atmospheric testing oxygen"}).json()
-    assert body["method"] == "route:rrf:bm25+dense" and body["k"] == 10 and body["text_version"] == "raw"
+    assert body["method"] == "sect:route:rrf:bm25+dense" and body["k"] == 10 and body["text_version"] == "raw"
     assert body["results"][0]["page"] == "confined_space_entry#p3"
     fused = client.post(
         "/search",

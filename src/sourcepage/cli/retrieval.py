@@ -151,7 +151,8 @@ def _tail(r: dict) -> str:
 
 def _results_table(res: dict, version: str, question: str, width: int) -> Table:
     """The ranked pages; on a terminal under 120 columns only what identifies and dates a
-    page (rank, page, score, title, jurisdiction, year), so no column is squeezed away."""
+    page (rank, page, score, title, jurisdiction, year), so no column is squeezed away; the
+    heading path (``section``) shows from 120 columns."""
     fields = {
         "rank": "rank",
         "page": "page",
@@ -166,7 +167,7 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
     }
     narrow = width < 120
     if narrow:  # one line a page, without borders
-        fields = {c: f for c, f in fields.items() if c not in ("authority", "type", "role")}
+        fields = {c: f for c, f in fields.items() if c not in ("authority", "type", "role", "section")}
     t = Table(
         title=escape(f"{res['method']} · {version} · {question}"),
         title_justify="left",
@@ -218,7 +219,9 @@ def search(
     store: StoreOpt = Path(".store"),
     method: Annotated[
         str | None,
-        typer.Option(help=f"{METHOD_GRAMMAR}. Default: route:rrf:bm25+dense (route:bm25 without MiniLM)."),
+        typer.Option(
+            help=f"{METHOD_GRAMMAR}. Default: sect:route:rrf:bm25+dense (route:bm25 without MiniLM)."
+        ),
     ] = None,
     k: Annotated[int, typer.Option("-k", "--k", help="Pages to return (1-100).")] = 10,
     version: Annotated[str, typer.Option(help="raw, cleaned or enriched.")] = "raw",

@@ -12,7 +12,8 @@ work on their own parsers; PyMuPDF is AGPL), so this is written here, kept small
 Page kinds flag pages that name topics without stating rules: ``contents`` (tables of
 contents), ``index`` (back-of-book indexes), ``glossary`` (definition lists titled so),
 ``amendments`` (amendments to other enactments: "Replace section 90E(1) with:") and
-``change_table`` (correlation tables, amendment histories). Retrieval may demote them.
+``change_table`` (correlation tables, amendment histories), ``recitals`` (the numbered
+"(28) Economic operators should …" reasons before an act's Article 1). Retrieval may demote them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 #: the separator of a heading path
 SEP = " › "
 #: page kinds, in precedence order
-KINDS = ("contents", "index", "change_table", "amendments", "glossary")
+KINDS = ("contents", "index", "change_table", "amendments", "glossary", "recitals")
 
 
 @dataclass(frozen=True)
@@ -320,7 +321,29 @@ def document_structure(
         flag = bool(contents_flags[p]) if contents_flags is not None else False
         kind = _kind(titles, plain[p], _listing_page(plain[p]), flag)
         out.append(PageStructure(best[0], paths, kind))
-    return out
+    return _recitals(out, plain, heads)
+
+
+_RECITAL = re.compile(r"^\(\d{1,3}\)\s+[A-Z]")
+_ARTICLE_1 = re.compile(r"^(?:Article|ARTICLE)\s+1\b(?!\d)")
+
+
+def _recitals(
+    out: list[PageStructure], plain: Sequence[Sequence[str]], heads: Sequence[Heading]
+) -> list[PageStructure]:
+    """Pages before an act's "Article 1" holding numbered recitals ("(28) Economic operators
+    should …") are of kind ``recitals``: they give reasons, the articles state the rules."""
+    first = next(
+        (h.page for h in sorted(heads, key=lambda h: (h.page, h.line)) if _ARTICLE_1.match(h.title)), None
+    )
+    if first is None:
+        return out
+    return [
+        PageStructure(p.section, p.sections, "recitals")
+        if i < first and not p.kind and sum(1 for ln in plain[i] if _RECITAL.match(ln)) >= 2
+        else p
+        for i, p in enumerate(out)
+    ]
 
 
 def _path(stack: Sequence[Heading]) -> str:

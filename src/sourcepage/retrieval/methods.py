@@ -218,9 +218,11 @@ def available_methods() -> list[str]:
 
 def default_method() -> str:
     """The method of ``search``, the API and the web page when none is named, chosen by
-    measurement on the dev splits (README, "Retrieval methods"): jurisdiction routing over
-    BM25 + MiniLM RRF where MiniLM is installed, else routing over BM25."""
-    return "route:rrf:bm25+dense" if "dense" in spec("dense").examples() else "route:bm25"  # type: ignore[union-attr]
+    measurement on the dev splits (README, "Section-aware ranking"): the section-aware stage
+    over jurisdiction routing over BM25 + MiniLM RRF where MiniLM is installed, else routing
+    over BM25."""
+    dense = "dense" in spec("dense").examples()  # type: ignore[union-attr]
+    return "sect:route:rrf:bm25+dense" if dense else "route:bm25"
 
 
 def method_grammar() -> str:

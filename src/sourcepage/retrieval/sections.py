@@ -50,6 +50,7 @@ _ASKS = {
     "index": re.compile(r"\bindex\b", re.I),
     "amendments": re.compile(r"\bamend(?:s|ed|ing|ments?)?\b|\brepeal", re.I),
     "change_table": re.compile(r"\bcorrelation\b|\bamend(?:s|ed|ments?)?\b|\bhistory\b|\bchanges?\b", re.I),
+    "recitals": re.compile(r"\brecitals?\b|\bwhy\b|\breasons?\b|\bpurpose\b", re.IGNORECASE),
     "glossary": re.compile(r"\bglossary\b|\bdefin(?:e|es|ed|ition|itions)\b|\bmeans?\b|\bmeaning\b", re.I),
 }
 
