@@ -257,7 +257,9 @@ def bench_query(
     paths: dict[str, Callable[[int], Any] | None] = {
         "ours Searcher.rank (page-level, k=20)": lambda i: searcher.rank(queries[i], "bm25", k=20),
         f"ours Searcher.rank ({default}, k=20)": lambda i: searcher.rank(queries[i], default, k=20),
-        f"ours api.search ({default}: rank, decide, quote)": lambda i: api.search(queries[i], store, default, refer=False),
+        f"ours api.search ({default}: rank, decide, quote)": lambda i: api.search(
+            queries[i], store, default, refer=False
+        ),
         "ours bm25.scores": lambda i: bm25.scores(ours, qtokens[i]),
         "bm25s get_scores (defaults)": lambda i: plain_scores(qtokens[i]),
         RANK_BM25_QUERY: (lambda i: okapi.get_scores(qtokens[i])) if okapi is not None else None,
