@@ -62,15 +62,7 @@ def serve(
 
     import uvicorn
 
-    from sourcepage.service.app import (
-        ENV_CORPUS,
-        ENV_HOSTS,
-        ENV_PUBLIC,
-        ENV_QUESTIONS,
-        ENV_SERVER_PID,
-        ENV_STORE,
-        create_app,
-    )
+    from sourcepage.service import app as A
     from sourcepage.store.db import StoreError
 
     hosts = list(allowed_host or [])
@@ -84,7 +76,7 @@ def serve(
         if host not in ("0.0.0.0", "::"):
             hosts.append(host)
     try:
-        web = create_app(store, corpus=corpus, questions=questions, public=public, allowed_hosts=hosts)
+        web = A.create_app(store, corpus=corpus, questions=questions, public=public, allowed_hosts=hosts)
     except (StoreError, ValueError, OSError) as e:
         fail(str(e))
     if web.state.corpus is None:
@@ -99,12 +91,12 @@ def serve(
         uvicorn.run(web, host=host, port=port, log_level="info")
         return
     # each worker process builds its own app (the factory reads these)
-    os.environ[ENV_STORE] = str(Path(store).resolve())
-    os.environ[ENV_CORPUS] = str(web.state.corpus or "")
-    os.environ[ENV_QUESTIONS] = str(Path(questions).resolve()) if questions else ""
-    os.environ[ENV_PUBLIC] = "1" if public else ""
-    os.environ[ENV_HOSTS] = ",".join(hosts)
-    os.environ[ENV_SERVER_PID] = str(os.getpid())
+    os.environ[A.ENV_STORE] = str(Path(store).resolve())
+    os.environ[A.ENV_CORPUS] = str(web.state.corpus or "")
+    os.environ[A.ENV_QUESTIONS] = str(Path(questions).resolve()) if questions else ""
+    os.environ[A.ENV_PUBLIC] = "1" if public else ""
+    os.environ[A.ENV_HOSTS] = ",".join(hosts)
+    os.environ[A.ENV_SERVER_PID] = str(os.getpid())
     uvicorn.run(
         "sourcepage.service.app:app_from_env",
         factory=True,

@@ -77,6 +77,18 @@ def _rows(reader: csv.DictReader, name: str, problems: list[Problem]) -> Iterato
             return
 
 
+def _same_file(
+    contents: dict[str, tuple[str, int]], sha: str, file: str, doc_id: str, name: str, line: int
+) -> list[Problem]:
+    """A warning when ``sha`` was seen under another doc_id (one PDF ingested twice
+    doubles its pages in every ranking); records the first doc_id of each checksum."""
+    first, first_line = contents.setdefault(sha, (doc_id, line))
+    if first == doc_id:
+        return []
+    msg = f"{file} is the same file as {first!r} (line {first_line}): same SHA-256"
+    return [Problem(name, line, "file", msg, fatal=False, doc_id=doc_id)]
+
+
 @dataclass(frozen=True)
 class Manifest:
     """A validated manifest: documents in file order, plus non-fatal warnings."""
@@ -194,11 +206,7 @@ def read_manifest(
                     )
                     (warnings if allow_checksum_mismatch else problems).append(p)
                 row["sha256"] = got
-                if got in contents and contents[got][0] != doc_id:
-                    first, first_line = contents[got]
-                    msg = f"{row['file']} is the same file as {first!r} (line {first_line}): same SHA-256"
-                    warnings.append(Problem(name, line, "file", msg, fatal=False, doc_id=doc_id))
-                contents.setdefault(got, (doc_id, line))
+                warnings += _same_file(contents, got, row["file"], doc_id, name, line)
         docs.append(Document.from_dict(row))
     if not docs and not problems:
         problems.append(Problem(name, 2, "", "manifest has no document rows"))

@@ -37,8 +37,10 @@ from sourcepage.limits import RENDER_LIMITS, Limits
 #: page images rendered at once (one worker process each)
 RENDER_WORKERS = min(2, os.cpu_count() or 1)
 _pdfium_lock = threading.Lock()
-#: page-image requests that may wait for a render worker (more: 503 at once)
-IMAGE_QUEUE = 4 * RENDER_WORKERS
+#: page-image requests that may wait for a render worker (more: 503 at once): room for a
+#: busy review team (50 clients of `bench --load` never fill it, 8 places did), not for a
+#: web page's 200 <img> tags
+IMAGE_QUEUE = 32 * RENDER_WORKERS
 
 
 class ImageGate:
