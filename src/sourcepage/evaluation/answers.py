@@ -21,12 +21,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sourcepage.query import PageHit, Query
 from sourcepage.records import Decision, Hit, Question, parse_page_id
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import content_terms, stem_terms
 from sourcepage.support.answer import extract_answer
 from sourcepage.support.decide import gate
-from sourcepage.support.features import term_weights
 
 #: share of an excerpt's content words one quote must hold
 KEY_FACT_SHARE = 0.6
@@ -51,17 +51,10 @@ def contains_key_fact(quotes: Sequence[str], q: Question) -> bool:
 def quote_answers(searcher: Searcher, q: Question, hits: Sequence[Hit], decision: str) -> dict[str, Any]:
     """The answer ``sourcepage search`` would quote for ``q`` from the ranked ``hits``
     (the decision given), with the rule's decision and the key-fact check."""
-    results = []
-    for h in hits[:QUOTE_PAGES]:
-        doc_id, n = parse_page_id(h.page_id)
-        results.append({"page": h.page_id, "doc_id": doc_id, "page_number": n, "chunk_id": h.chunk_id})
-    terms = sorted(content_terms(q.question))
-    df, n_chunks = searcher.term_df()
-    weights = term_weights(terms, df, n_chunks)
-    ans = extract_answer(
-        q.question, results, decision, weights, texts=searcher.store.raw_pages([r["page"] for r in results])
-    )
-    final = gate(q.question, ans, Decision(decision, ()), weights)[1].decision
+    results = [PageHit(h, searcher.documents[parse_page_id(h.page_id)[0]]) for h in hits[:QUOTE_PAGES]]
+    query = Query.of(searcher, q.question)
+    ans = extract_answer(query, results, decision, texts=searcher.store.raw_pages([r.page for r in results]))
+    final = gate(query, ans, Decision(decision, ()))[1].decision
     texts = [x["text"] for x in ans["quotes"]]
     return {
         "decision": final,

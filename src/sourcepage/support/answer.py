@@ -30,8 +30,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sourcepage.query import PageHit, Query
 from sourcepage.retrieval.tokenize import content_terms, stem_terms
-from sourcepage.support.facts import asked_facts, states
+from sourcepage.support.facts import states
 from sourcepage.text.sentences import Quotable, quotable, split_sentences
 
 __all__ = ["extract_answer", "log_answer", "split_sentences"]
@@ -51,28 +52,28 @@ def _stems(text: str) -> set[str]:
 
 
 def extract_answer(
-    question: str,
-    results: Sequence[Mapping[str, Any]],
+    query: Query | str,
+    results: Sequence[PageHit],
     decision: str,
-    weights: Mapping[str, float] | None = None,
     max_sentences: int = 3,
     pages: int = 3,
     texts: Mapping[str, tuple[str, bool]] | None = None,
 ) -> dict[str, Any]:
     """Quote up to ``max_sentences`` units of the first ``pages`` results.
 
-    ``results`` are search results (spec §5: page, doc_id, page_number, chunk_id,
-    passage); ``texts`` maps a page id to its raw page text and whether the audit found its
-    columns interleaved in that text (``Store.raw_pages``; the units are made from the raw
-    text, else from the result's passage); ``weights`` maps a content word to its idf
-    (uniform when None). A unit of an interleaved page may run two columns' text together:
-    it is quoted (``layout_risk``) but does not count as an answer. Returns ``{"status", "asked",
-    "fact_found", "quotes": [{"text", "page", "chunk_id", "citation", "score", "answers",
+    ``query``: the parsed question (a text is parsed without corpus weights);
+    ``results``: the ranked pages; ``texts`` maps a page id to its raw page text and
+    whether the audit found its columns interleaved in that text (``Store.raw_pages``; the
+    units are made from the raw text, else from the result's passage). The query's
+    weights (idf; uniform without statistics) weigh its content words. A unit of an
+    interleaved page may run two columns' text together: it is quoted (``layout_risk``)
+    but does not count as an answer. Returns ``{"status", "asked", "fact_found",
+    "quotes": [{"text", "page", "chunk_id", "citation", "score", "answers",
     "layout_risk"}], "text"}``.
     """
-    facts = asked_facts(question)
-    kinds = [a.kind for a in facts]
-    asked = ", ".join(a.describe() for a in facts) or "a statement"
+    q = Query.parse(query) if isinstance(query, str) else query
+    kinds = q.kinds
+    asked = q.describe_asked()
     if decision == "refuse":
         return {
             "status": "none",
@@ -82,19 +83,15 @@ def extract_answer(
             "quotes": [],
             "text": "",
         }
-    terms = content_terms(question)
-    stem_of = stem_terms(terms)
-    w: dict[str, float] = {}
-    for t in terms:  # a stem weighs as its heaviest word
-        w[stem_of[t]] = max(w.get(stem_of[t], 0.0), (weights or {}).get(t, 1.0))
+    w = q.stems  # a stem weighs as its heaviest word
     pages_units = []
     heads: dict[str, set[str]] = {}
     for r in results[:pages]:
-        raw, risk = (texts or {}).get(r["page"]) or (r.get("passage", ""), False)
+        raw, risk = (texts or {}).get(r.page) or (r.passage, False)
         units = [(u, _stems(u.text), heads.setdefault(u.heading, _stems(u.heading))) for u in quotable(raw)]
         pages_units.append((r, risk, units))
     total = sum(w.values()) or 1.0
-    cands: list[tuple[bool, bool, float, int, int, Quotable, Mapping[str, Any], bool]] = []
+    cands: list[tuple[bool, bool, float, int, int, Quotable, PageHit, bool]] = []
     seen: set[str] = set()
     for order, (r, risk, units) in enumerate(pages_units):
         for j, (u, own, head) in enumerate(units):
@@ -115,7 +112,7 @@ def extract_answer(
     # answers first, then facts from pages at layout risk, then the most relevant others
     cands.sort(key=lambda c: (not c[0], not c[1], -c[2], c[3], c[4]))
     fact_found = bool(cands) and cands[0][0]
-    chosen: list[tuple[bool, bool, float, int, int, Quotable, Mapping[str, Any], bool]] = []
+    chosen: list[tuple[bool, bool, float, int, int, Quotable, PageHit, bool]] = []
     for c in cands:
         if len(chosen) == max_sentences or (fact_found and not c[0]):
             break
@@ -125,9 +122,9 @@ def extract_answer(
     quotes = [
         {
             "text": u.text,
-            "page": r["page"],
-            "chunk_id": r.get("chunk_id", ""),
-            "citation": f"[{r['doc_id']} p.{r['page_number']}]",
+            "page": r.page,
+            "chunk_id": r.hit.chunk_id,
+            "citation": r.citation,
             "score": round(rel, 4),
             "answers": ok,
             "layout_risk": risk,

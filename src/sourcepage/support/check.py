@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
 from sourcepage.support.facts import asked_value, numbers, states
+
+if TYPE_CHECKING:
+    from sourcepage.query import Query
 
 _WORDS = TokenizerConfig(stopwords=True)
 _STEMMED = TokenizerConfig(stopwords=True, stem=True)
@@ -74,7 +77,7 @@ def question_parts(question: str) -> list[str]:
 
 
 def check_answer(
-    question: str, answer: Mapping[str, Any], weights: Mapping[str, float] | None = None
+    question: Query | str, answer: Mapping[str, Any], weights: Mapping[str, float] | None = None
 ) -> dict[str, Any]:
     """What the quotes of ``answer`` (``support.answer.extract_answer``'s dict) cover of
     the question.
@@ -86,6 +89,12 @@ def check_answer(
     condition for an automatic answer (``support.decide.gate``). ``complete``: supported
     and every part covered (parts are cut by rule, so an uncovered part is a pointer for
     the reviewer, not a verdict)."""
+    if not isinstance(question, str):  # a Query: its text, weights and asked value
+        weights = question.weights if weights is None else weights
+        asked = question.value
+        question = question.text
+    else:
+        asked = asked_value(question)
     quotes = [q["text"] for q in answer.get("quotes", [])]
     text = " ".join(quotes)
     parts = []
@@ -94,7 +103,6 @@ def check_answer(
         parts.append(
             {"text": p, "covered": share >= PART_COVERAGE, "coverage": round(share, 3), "missing": missing}
         )
-    asked = asked_value(question)
     stated = states(text, asked.kind) if asked else True
     found = bool(answer.get("fact_found"))
     supported = bool(quotes) and stated and found

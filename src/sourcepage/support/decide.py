@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sourcepage.query import Query
 from sourcepage.records import Decision, Document
 from sourcepage.support.check import check_answer
 from sourcepage.support.features import FEATURE_WORDS
@@ -189,7 +190,7 @@ def decide(
 
 
 def gate(
-    question: str,
+    question: Query | str,
     answer: Mapping[str, Any],
     decision: Decision,
     weights: Mapping[str, float] | None = None,
