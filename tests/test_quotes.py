@@ -118,7 +118,7 @@ def test_answer_needs_a_quote_that_states_the_fact() -> None:
     assert not ans["fact_found"] and ans["asked"] == WORDS["duration"]
     checked, d = gate(q, ans, Decision("answer", ("P = 0.99",)))
     assert d.decision == "review" and d.reasons[1:] == ("P = 0.99",)
-    assert "do not answer the question" in d.reasons[0] and WORDS["duration"] in d.reasons[0]
+    assert "likely enough to state the answer" in d.reasons[0] and WORDS["duration"] in d.reasons[0]
     assert checked["status"] == "none" and not checked["check"]["supported"]  # nothing quoted
     assert gate(q, ans, Decision("refuse", ("no",)))[1].decision == "refuse"
     assert extract_answer(q, [_result()], "refuse", texts={"d#p3": (PAGE, False)})["quotes"] == []

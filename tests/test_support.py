@@ -118,7 +118,7 @@ def test_check_answer_and_gate() -> None:
     ans, dec = gate(
         q, _quoted(q, "Capacitors must be discharged before testing begins."), Decision("answer", ("P high",))
     )
-    assert dec.decision == "review" and "do not answer the question" in dec.reasons[0]
+    assert dec.decision == "review" and "likely enough to state the answer" in dec.reasons[0]
     assert dec.reasons[1:] == ("P high",)  # one reason, first; the policy's kept
     assert ans["status"] == "draft for review" and ans["check"]["supported"] is False
     ok, same = gate(

@@ -6,23 +6,26 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sourcepage.query import PageHit, Query
-from sourcepage.records import Hit, parse_page_id
+from sourcepage.records import Decision, Hit, parse_page_id
 from sourcepage.retrieval import duplicates
 from sourcepage.retrieval.filters import Filters, check_filters
 from sourcepage.retrieval.index import IndexMissing
 from sourcepage.retrieval.methods import Method, default_method, parse_method
-from sourcepage.retrieval.routing import router
+from sourcepage.retrieval.routing import Route, router
 from sourcepage.retrieval.search import Searcher
 from sourcepage.store.db import Store
 from sourcepage.support.answer import extract_answer, log_answer
 from sourcepage.support.decide import Calibration, decide, drivers, gate
-from sourcepage.support.features import SENTENCE_MODEL, feature_row, warm_sentence_model
+from sourcepage.support.features import SENTENCE_MODEL, feature_row, sentence_cosines, warm_sentence_model
 from sourcepage.support.policy import load_policy, policy_stamp, store_policy
+from sourcepage.support.select import quote_model
 
 #: how many top pages the decision and the jurisdiction notice look at
 DECISION_DEPTH = 5
@@ -63,10 +66,14 @@ class SearchService:
         feats = feature_row(self.searcher, query, a, b)
         prob = float(pol.classifier.predict([feats])[0])
         pro, con = drivers(pol.classifier.contributions(feats), feats, pol.reference)
+        # the shipped policy answers from the threshold fitted together with the quote
+        # threshold (support.select): an answer needs a stating quote besides P(supported)
+        qm = quote_model()
+        t_answer = qm.t_support if qm is not None and pol.origin == "default" else pol.t_answer
         cal = Calibration(
             prob,
-            pol.t_refuse,
-            pol.t_answer,
+            min(pol.t_refuse, t_answer),
+            t_answer,
             pol.describe(),
             pro,
             con,
@@ -114,19 +121,11 @@ class SearchService:
             cal = self.calibration(query, a, b)
         route = query.route
         assert route is not None  # Query.of routes
-        decision = decide(
-            m.name,
-            [p.document for p in top],
-            any(p.highlights for p in top),
-            cal[0] if cal else None,
-            uncovered=route.uncovered if not route.jurisdictions else (),
-            covered=router(s).codes,
-            no_policy=unusable or self.policy_note,
-        )
+        decision = self._decide(m.name, top, cal[0] if cal else None, route, unusable)
         ans = None
         if answer or decision.decision == "answer":  # an answer is only given once its quotes are checked
             texts = s.store.raw_pages([p.page for p in pages[:3]])
-            ans = extract_answer(query, pages, decision.decision, texts=texts)
+            ans = extract_answer(query, pages, decision.decision, texts=texts, cosines=self.cosines(query))
             ans, decision = gate(query, ans, decision)
         decide_ms = (time.perf_counter() - t2) * 1000
         out: dict[str, Any] = {
@@ -157,6 +156,20 @@ class SearchService:
             out["answer"] = ans
         return out
 
+    def _decide(
+        self, method: str, top: list[PageHit], cal: Calibration | None, route: Route, unusable: str
+    ) -> Decision:
+        """The decision before the quote gate (``support.decide.decide``)."""
+        return decide(
+            method,
+            [p.document for p in top],
+            any(p.highlights for p in top),
+            cal,
+            uncovered=route.uncovered if not route.jurisdictions else (),
+            covered=router(self.searcher).codes,
+            no_policy=unusable or self.policy_note,
+        )
+
     def pages(self, query: Query, ranked: list[Hit], k: int) -> list[PageHit]:
         """The first ``k`` ranked pages with provenance, near-duplicates grouped under the
         first of them (from twice ``k`` hits)."""
@@ -174,6 +187,20 @@ class SearchService:
                 )
             )
         return out
+
+    def cosines(self, query: Query) -> Callable[[Sequence[str]], dict[str, np.ndarray]]:
+        """The quote selector's sentence cosines with the question: e5-small, and MiniLM
+        (zeros where its package is not installed)."""
+
+        def cos(sents: Sequence[str]) -> dict[str, np.ndarray]:
+            out = {"e5": sentence_cosines(self.searcher, query.text, sents, SENTENCE_MODEL)}
+            try:
+                out["minilm"] = sentence_cosines(self.searcher, query.text, sents, "minilm")
+            except RuntimeError:  # no sentence-transformers: the feature is 0
+                out["minilm"] = np.zeros(len(sents))
+            return out
+
+        return cos
 
     def _support(self, cal: tuple[Calibration, dict[str, float]] | None) -> dict[str, Any] | None:
         """The response's ``support`` block (None without a usable policy)."""

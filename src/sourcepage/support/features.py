@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -199,12 +200,19 @@ def sentence_cosines(
 ) -> np.ndarray:
     """Cosine of each sentence with the question under ``model`` (a ``retrieval.dense``
     encoder name): the one access to sentence vectors (``sentence_vectors``)."""
-    from sourcepage.retrieval.dense import MODELS
-
     if not sentences:
         return np.zeros(0)
     vecs = sentence_vectors(searcher, sentences, model)
-    return vecs.astype(np.float64) @ MODELS[model].query(question).astype(np.float64)
+    return vecs.astype(np.float64) @ _query_vector(model, question)
+
+
+@lru_cache(maxsize=64)
+def _query_vector(model: str, question: str) -> np.ndarray:
+    """The question's vector under ``model`` (the policy's features and the quote selector
+    ask for it in the same search: encoded once)."""
+    from sourcepage.retrieval.dense import MODELS
+
+    return MODELS[model].query(question).astype(np.float64)
 
 
 def sentence_vectors(searcher: Searcher, sentences: Sequence[str], model: str = SENTENCE_MODEL) -> np.ndarray:
