@@ -200,7 +200,10 @@ def fit_thresholds(
     rows: list[dict[str, Any]], probs: list[np.ndarray]
 ) -> tuple[float, float, dict[str, float]]:
     """The (t_support, t_quote) pair of highest recall within the two constraints."""
-    ps = sorted({round(r["probability"] or 0.0, 4) for r in rows})
+    from sourcepage.support.policy import default_policy
+
+    floor = default_policy().t_refuse  # the refusal threshold stays the policy's
+    ps = sorted({round(r["probability"] or 0.0, 4) for r in rows if (r["probability"] or 0.0) >= floor})
     qs = sorted({round(float(x), 4) for p in probs for x in p} | {0.0})
     qs = [qs[i] for i in np.linspace(0, len(qs) - 1, min(len(qs), 200)).astype(int)]
     best: tuple[float, float, dict[str, float]] | None = None
@@ -216,6 +219,28 @@ def fit_thresholds(
     if best is None:
         raise SystemExit("no threshold pair meets the constraints on dev")
     return best
+
+
+def evaluate(rows: list[dict[str, Any]]) -> None:
+    """The shipped model and thresholds on collected rows (a test split, once): answer
+    rate, precision, recall, negatives answered, and refusals (P(supported) under the
+    policy's t_refuse)."""
+    from sourcepage.support.policy import default_policy
+
+    _kinds_asked(rows)
+    model = S.quote_model()
+    assert model is not None, "no shipped quote model"
+    probs = [model.proba([c["features"] for c in r["cands"]]) for r in rows]
+    o = gate_outcomes(
+        rows, outcomes_of(rows, probs), max(model.t_support, default_policy().t_refuse), model.t_quote
+    )
+    t_refuse = default_policy().t_refuse
+    ans = [r for r in rows if r["class"] == "answerable"]
+    ood = [r for r in rows if r["class"] == "out_of_domain"]
+    o["answerable_refused"] = sum((r["probability"] or 0.0) < t_refuse for r in ans) / max(1, len(ans))
+    o["ood_refused"] = sum((r["probability"] or 0.0) < t_refuse for r in ood) / max(1, len(ood))
+    o["questions"] = len(rows)
+    print(json.dumps({k: round(v, 4) for k, v in o.items()}))
 
 
 def _kinds_asked(rows: list[dict[str, Any]]) -> None:
@@ -238,6 +263,9 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="write support/quote_model.json")
     ap.add_argument("--collect-only", action="store_true", help="only collect (rows kept as JSON lines)")
     ap.add_argument("--partial", action="append", default=[], help="also read these collected JSON lines")
+    ap.add_argument(
+        "--evaluate", action="append", default=[], help="score collected rows with the shipped model"
+    )
     a = ap.parse_args()
     rows: list[dict[str, Any]] = []
     for pair in a.set:
@@ -250,6 +278,9 @@ def main() -> None:
             write_json(cache, collect(Path(store), Path(qpath), cache.with_suffix(".partial.jsonl")))
         rows += json.loads(cache.read_text())
     if a.collect_only:
+        return
+    if a.evaluate:
+        evaluate([json.loads(x) for p in a.evaluate for x in Path(p).read_text().splitlines()])
         return
     for part in a.partial:
         rows += [json.loads(x) for x in Path(part).read_text().splitlines()]

@@ -20,7 +20,15 @@ from sourcepage.query import Query
 from sourcepage.support.answer import extract_answer
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus-intl"
+# ../shared beside the checkout (a worktree one level deeper finds it one level up)
+CORPUS = next(
+    (
+        c
+        for c in (ROOT.parent / "shared" / "corpus-intl", ROOT.parents[1] / "shared" / "corpus-intl")
+        if c.is_dir()
+    ),
+    ROOT.parent / "shared" / "corpus-intl",
+)
 
 pytestmark = [
     pytest.mark.skipif(

@@ -69,10 +69,12 @@ class SearchService:
         # the shipped policy answers from the threshold fitted together with the quote
         # threshold (support.select): an answer needs a stating quote besides P(supported)
         qm = quote_model()
-        t_answer = qm.t_support if qm is not None and pol.origin == "default" else pol.t_answer
+        t_answer = (
+            max(qm.t_support, pol.t_refuse) if qm is not None and pol.origin == "default" else pol.t_answer
+        )
         cal = Calibration(
             prob,
-            min(pol.t_refuse, t_answer),
+            pol.t_refuse,
             t_answer,
             pol.describe(),
             pro,
