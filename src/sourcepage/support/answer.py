@@ -34,6 +34,7 @@ import numpy as np
 
 from sourcepage.query import PageHit, Query
 from sourcepage.support.select import (
+    EMBEDDING_FEATURES,
     RULE_THRESHOLD,
     Candidate,
     QuoteModel,
@@ -137,7 +138,9 @@ def extract_answer(
     # the model reads the cosines: without them, the rule
     mdl = (quote_model() if model is True else (model or None)) if cosines is not None else None
     cands = candidates(q, results, texts)
-    featurise(q, cands, cosines)
+    # sentences are encoded only when the model reads their cosines (seconds when uncached)
+    embedded = mdl is not None and any(f in mdl.features for f in EMBEDDING_FEATURES)
+    featurise(q, cands, cosines if embedded else None)
     score(cands, mdl)
     threshold = mdl.t_quote if mdl is not None else RULE_THRESHOLD
     chosen = choose(cands, max_quotes)

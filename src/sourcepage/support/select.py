@@ -73,6 +73,8 @@ FEATURE_WORDS: dict[str, str] = {
     "numbers": "it states some number (not a section, standard or year)",
 }
 FEATURES: tuple[str, ...] = tuple(FEATURE_WORDS)
+#: the features read from sentence vectors
+EMBEDDING_FEATURES = ("e5", "e5_gap", "minilm", "minilm_gap", "neighbour")
 
 #: roles and parties whose confusion changes an answer (singular stems matched on words)
 ROLES = (
