@@ -8,7 +8,10 @@ For every question ``sourcepage.api.search`` runs as the CLI and the web page ru
 store's calibrated policy, else the shipped default). Printed and written: the share of
 answer / review / refuse per class, the AUROC of P(supported) (answerable against
 unsupported, and against out-of-domain), the answer points covered by the quotes, and the
-ids of unsupported questions answered and answerable ones refused. Use the dev split for
+ids of unsupported questions answered and answerable ones refused, and what a person is
+told (``evaluation.answers.answer_metrics``: answer rate, answer precision and recall
+against the labelled excerpts, quote match, point coverage, bootstrap CIs, the
+risk–coverage curve). Use the dev split for
 choices; run the test split once.
 """
 
@@ -22,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 from sourcepage import api
+from sourcepage.evaluation.answers import answer_metrics, quote_matches
 from sourcepage.evaluation.metrics import auroc
 from sourcepage.evaluation.questions import read_questions
 from sourcepage.store.files import write_json
@@ -37,17 +41,25 @@ def measure(store: Path, questions: Path, method: str | None) -> dict:
     for i, q in enumerate(qs, 1):
         r = api.search(q.question, store, method=method, k=10, refer=False)
         sup = r["support"] or {}
-        quotes = " ".join(x["text"] for x in r.get("answer", {}).get("quotes", []))
+        texts = [x["text"] for x in r.get("answer", {}).get("quotes", [])]
+        quotes = " ".join(texts)
         answerable = q.answerability == "answerable"
         points = [int(point_covered(p, quotes)) for p in q.answer_points] if answerable else []
+        matches = quote_matches(texts, q) if answerable and q.excerpts else []
+        best = max((x["score"] for x in r.get("answer", {}).get("quotes", [])), default=0.0)
         rows.append(
             {
                 "id": q.id,
                 "class": q.answerability,
                 "decision": r["decision"],
                 "probability": sup.get("probability"),
+                "confidence": (sup.get("probability") or 0.0) * best,
                 "origin": sup.get("origin"),
                 "points": points,
+                "stating": any(matches) if answerable and q.excerpts else None,
+                "matches": matches,
+                "quotes": texts,
+                "decide_ms": r["timings_ms"]["decide"],
                 "reasons": r["reasons"],
             }
         )
@@ -80,6 +92,8 @@ def measure(store: Path, questions: Path, method: str | None) -> dict:
         "answerable_refused": [
             r["id"] for r in rows if r["class"] == "answerable" and r["decision"] == "refuse"
         ],
+        "answers": answer_metrics(rows),
+        "decide_ms_median": float(sorted(r["decide_ms"] for r in rows)[len(rows) // 2]),
         "rows": rows,
     }
 
@@ -94,7 +108,9 @@ def main() -> None:
     res = measure(a.store, a.questions, a.method)
     if a.out:
         write_json(a.out, res)
-    print(json.dumps({k: v for k, v in res.items() if k != "rows"}, indent=1))
+    short = {k: v for k, v in res.items() if k != "rows"}
+    short["answers"] = {k: v for k, v in res["answers"].items() if k != "risk_coverage"}
+    print(json.dumps(short, indent=1))
 
 
 if __name__ == "__main__":

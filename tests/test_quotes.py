@@ -8,7 +8,8 @@ from pathlib import Path
 
 from sourcepage.corpus.audit import multi_column_risk
 from sourcepage.corpus.extract import PageLayout
-from sourcepage.records import Decision, Hit
+from sourcepage.query import PageHit
+from sourcepage.records import MANIFEST_COLUMNS, Decision, Document, Hit
 from sourcepage.retrieval.pages import contents_last, navigation_question
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import content_terms
@@ -88,8 +89,14 @@ def test_question_words_are_not_content_words() -> None:
     assert content_terms("What is the capital of Australia?") == {"capital", "australia"}
 
 
-def _result(page: str = "d#p3") -> dict:
-    return {"page": page, "doc_id": page.split("#")[0], "page_number": 3, "chunk_id": page + "#c1"}
+def _result(page: str = "d#p3") -> PageHit:
+    return page_hit(page)
+
+
+def page_hit(page: str, passage: str = "", rank: int = 1) -> PageHit:
+    """A ranked page of document ``page``'s doc id (other provenance fields empty)."""
+    doc = Document(**{c: "" for c in MANIFEST_COLUMNS} | {"doc_id": page.split("#")[0]})
+    return PageHit(Hit(rank, page, 1.0, page + "#c1"), doc, passage)
 
 
 def test_the_quote_states_the_asked_fact() -> None:
@@ -111,7 +118,7 @@ def test_answer_needs_a_quote_that_states_the_fact() -> None:
     assert not ans["fact_found"] and ans["asked"] == WORDS["duration"]
     checked, d = gate(q, ans, Decision("answer", ("P = 0.99",)))
     assert d.decision == "review" and d.reasons[1:] == ("P = 0.99",)
-    assert "do not answer the question" in d.reasons[0] and WORDS["duration"] in d.reasons[0]
+    assert "likely enough to state the answer" in d.reasons[0] and WORDS["duration"] in d.reasons[0]
     assert checked["status"] == "none" and not checked["check"]["supported"]  # nothing quoted
     assert gate(q, ans, Decision("refuse", ("no",)))[1].decision == "refuse"
     assert extract_answer(q, [_result()], "refuse", texts={"d#p3": (PAGE, False)})["quotes"] == []

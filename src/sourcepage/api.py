@@ -6,23 +6,26 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sourcepage.records import Hit, parse_page_id
+import numpy as np
+
+from sourcepage.query import PageHit, Query
+from sourcepage.records import Decision, Hit, parse_page_id
 from sourcepage.retrieval import duplicates
 from sourcepage.retrieval.filters import Filters, check_filters
 from sourcepage.retrieval.index import IndexMissing
 from sourcepage.retrieval.methods import Method, default_method, parse_method
-from sourcepage.retrieval.routing import router
+from sourcepage.retrieval.routing import Route, router
 from sourcepage.retrieval.search import Searcher
-from sourcepage.retrieval.tokenize import content_terms
 from sourcepage.store.db import Store
 from sourcepage.support.answer import extract_answer, log_answer
 from sourcepage.support.decide import Calibration, decide, drivers, gate
-from sourcepage.support.features import SENTENCE_MODEL, feature_row, term_weights, warm_sentence_model
+from sourcepage.support.features import SENTENCE_MODEL, feature_row, sentence_cosines, warm_sentence_model
 from sourcepage.support.policy import load_policy, policy_stamp, store_policy
+from sourcepage.support.select import quote_model
 
 #: how many top pages the decision and the jurisdiction notice look at
 DECISION_DEPTH = 5
@@ -56,20 +59,26 @@ class SearchService:
         self._sentence_model_ready = False
 
     def calibration(
-        self, question: str, a: list[Hit], b: list[Hit]
+        self, query: Query, a: list[Hit], b: list[Hit]
     ) -> tuple[Calibration, dict[str, float]] | None:
         """The policy's verdict inputs from its sparse (``a``) and semantic (``b``) rankings,
         or None without a policy."""
         pol = self.policy
         if pol is None:
             return None
-        feats = feature_row(self.searcher, question, a, b)
+        feats = feature_row(self.searcher, query, a, b)
         prob = float(pol.classifier.predict([feats])[0])
         pro, con = drivers(pol.classifier.contributions(feats), feats, pol.reference)
+        # the shipped policy answers from the threshold fitted together with the quote
+        # threshold (support.select): an answer needs a stating quote besides P(supported)
+        qm = quote_model()
+        t_answer = (
+            max(qm.t_support, pol.t_refuse) if qm is not None and pol.origin == "default" else pol.t_answer
+        )
         cal = Calibration(
             prob,
             pol.t_refuse,
-            pol.t_answer,
+            t_answer,
             pol.describe(),
             pro,
             con,
@@ -89,7 +98,8 @@ class SearchService:
         notify: Callable[[str], None] | None = None,
         progress: Callable[[str, int, int], None] | None = None,
     ) -> dict[str, Any]:
-        """See ``search``."""
+        """See ``search``: parse the question once, rank, decide and quote on typed records,
+        and build the response dict only here, at the edge."""
         if not question.strip():
             raise ValueError("the question is empty")
         s = self.searcher
@@ -98,63 +108,31 @@ class SearchService:
         t0 = time.perf_counter()
         load_ms, unusable = self.prepare(m, notify, progress)
         pol = None if unusable else self.policy
+        query = Query.of(s, question)
         t1 = time.perf_counter()
         # twice k pages, so that k remain after near-duplicate pages are grouped
         depth = max(2 * k, FEATURE_DEPTH) if pol and m.name in (pol.sparse, pol.semantic) else 2 * k
         ranked: dict[str, list[Hit]] = {m.name: s.ranked(m, question, depth, f)}
         rank_ms = (time.perf_counter() - t1) * 1000
         t2 = time.perf_counter()
-        groups = duplicates.group(ranked[m.name][: 2 * k], self._page_text)[:k]
-        terms = content_terms(question)
-        results = []
-        for h, dups in groups:
-            r = self._result(h, terms)
-            r["duplicates"] = [self._duplicate(d, sim) for d, sim in dups]
-            results.append(r)
-        top = results[:DECISION_DEPTH]
+        pages = self.pages(query, ranked[m.name], k)
+        top = pages[:DECISION_DEPTH]
         cal = None
-        if pol is not None and results:
+        if pol is not None and pages:
             for name in (pol.sparse, pol.semantic):
                 if name not in ranked:  # each method is ranked once per question
                     ranked[name] = s.ranked(parse_method(name), question, FEATURE_DEPTH, f)
             a, b = (ranked[n][:FEATURE_DEPTH] for n in (pol.sparse, pol.semantic))
-            cal = self.calibration(question, a, b)
-        overlap = any(r["highlights"] for r in top)
-        route = router(s).route(question)
-        uncovered = route.uncovered if not route.jurisdictions else ()
-        decision = decide(
-            m.name,
-            [s.documents[r["doc_id"]] for r in top],
-            overlap,
-            cal[0] if cal else None,
-            uncovered=uncovered,
-            covered=router(s).codes,
-            no_policy=unusable or self.policy_note,
-        )
+            cal = self.calibration(query, a, b)
+        route = query.route
+        assert route is not None  # Query.of routes
+        decision = self._decide(m.name, top, cal[0] if cal else None, route, unusable)
         ans = None
         if answer or decision.decision == "answer":  # an answer is only given once its quotes are checked
-            df, n = s.term_df()
-            weights = term_weights(sorted(terms), df, n)
-            ans = extract_answer(
-                question,
-                results,
-                decision.decision,
-                weights,
-                texts=s.store.raw_pages([r["page"] for r in results[:3]]),
-            )
-            ans, decision = gate(question, ans, decision, weights)
+            texts = s.store.raw_pages([p.page for p in pages[:3]])
+            ans = extract_answer(query, pages, decision.decision, texts=texts, cosines=self.cosines(query))
+            ans, decision = gate(query, ans, decision)
         decide_ms = (time.perf_counter() - t2) * 1000
-        support = None
-        if cal and pol:
-            c, feats = cal
-            support = {
-                "probability": round(c.probability, 6),
-                "t_refuse": c.t_refuse,
-                "t_answer": None if c.t_answer == float("inf") else c.t_answer,
-                "policy": f"{pol.pair} on {self.version}",
-                "origin": pol.origin,
-                "features": feats,
-            }
         out: dict[str, Any] = {
             "question": question,
             "method": m.name,
@@ -163,8 +141,8 @@ class SearchService:
             "filters": dict(filters or {}),
             "decision": decision.decision,
             "reasons": list(decision.reasons),
-            "support": support,
-            "jurisdictions": sorted({r["jurisdiction"] for r in top}),
+            "support": self._support(cal),
+            "jurisdictions": sorted({p.document.jurisdiction for p in top}),
             "routing": {
                 **route.as_dict(),
                 "applied": bool(route.jurisdictions) and "route" in _kinds(m) and "jurisdiction" not in f,
@@ -175,13 +153,75 @@ class SearchService:
                 "rank": round(rank_ms, 3),
                 "decide": round(decide_ms, 3),
             },
-            "results": results,
+            "results": [p.as_dict() for p in pages],
         }
         if answer and ans is not None:
             if log:
                 log_answer(self.path, question, m.name, decision.decision, ans)
             out["answer"] = ans
         return out
+
+    def _decide(
+        self, method: str, top: list[PageHit], cal: Calibration | None, route: Route, unusable: str
+    ) -> Decision:
+        """The decision before the quote gate (``support.decide.decide``)."""
+        return decide(
+            method,
+            [p.document for p in top],
+            any(p.highlights for p in top),
+            cal,
+            uncovered=route.uncovered if not route.jurisdictions else (),
+            covered=router(self.searcher).codes,
+            no_policy=unusable or self.policy_note,
+        )
+
+    def pages(self, query: Query, ranked: list[Hit], k: int) -> list[PageHit]:
+        """The first ``k`` ranked pages with provenance, near-duplicates grouped under the
+        first of them (from twice ``k`` hits)."""
+        s = self.searcher
+        out = []
+        for h, dups in duplicates.group(ranked[: 2 * k], self._page_text)[:k]:
+            passage = s.passage(h.chunk_id)
+            out.append(
+                PageHit(
+                    h,
+                    s.documents[parse_page_id(h.page_id)[0]],
+                    passage,
+                    tuple(highlight_spans(passage, set(query.terms))),
+                    tuple((d, sim, s.documents[parse_page_id(d.page_id)[0]]) for d, sim in dups),
+                    *s.page_section(h.page_id),
+                )
+            )
+        return out
+
+    def cosines(self, query: Query) -> Callable[[Sequence[str]], dict[str, np.ndarray]]:
+        """The quote selector's sentence cosines with the question: e5-small, and MiniLM
+        (zeros where its package is not installed)."""
+
+        def cos(sents: Sequence[str]) -> dict[str, np.ndarray]:
+            out = {"e5": sentence_cosines(self.searcher, query.text, sents, SENTENCE_MODEL)}
+            try:
+                out["minilm"] = sentence_cosines(self.searcher, query.text, sents, "minilm")
+            except RuntimeError:  # no sentence-transformers: the feature is 0
+                out["minilm"] = np.zeros(len(sents))
+            return out
+
+        return cos
+
+    def _support(self, cal: tuple[Calibration, dict[str, float]] | None) -> dict[str, Any] | None:
+        """The response's ``support`` block (None without a usable policy)."""
+        pol = self.policy
+        if not cal or not pol:
+            return None
+        c, feats = cal
+        return {
+            "probability": round(c.probability, 6),
+            "t_refuse": c.t_refuse,
+            "t_answer": None if c.t_answer == float("inf") else c.t_answer,
+            "policy": f"{pol.pair} on {self.version}",
+            "origin": pol.origin,
+            "features": feats,
+        }
 
     def _page_text(self, page: str) -> str:
         """Raw text of a page (cached: grouping compares the same top pages again)."""
@@ -190,20 +230,6 @@ class SearchService:
             row = self.searcher.store.page(doc_id, n)
             self._texts[page] = row["raw"] if row else ""
         return self._texts[page]
-
-    def _duplicate(self, h: Hit, similarity: float) -> dict[str, Any]:
-        doc_id, n = parse_page_id(h.page_id)
-        d = self.searcher.documents[doc_id]
-        return {
-            "page": h.page_id,
-            "doc_id": doc_id,
-            "page_number": n,
-            "rank": h.rank,
-            "score": h.score,
-            "similarity": similarity,
-            "title": d.title,
-            "jurisdiction": d.jurisdiction,
-        }
 
     def prepare(
         self,
@@ -254,34 +280,6 @@ class SearchService:
             warm_sentence_model()
             self._sentence_model_ready = True
         return (time.perf_counter() - t0) * 1000, unusable
-
-    def _result(self, h: Hit, terms: set[str]) -> dict[str, Any]:
-        """One hit with its provenance (spec §5)."""
-        doc_id, n = parse_page_id(h.page_id)
-        d = self.searcher.documents[doc_id]
-        passage = self.searcher.passage(h.chunk_id)
-        section, kind = self.searcher.page_section(h.page_id)
-        return {
-            "rank": h.rank,
-            "page": h.page_id,
-            "doc_id": doc_id,
-            "page_number": n,
-            "score": h.score,
-            "chunk_id": h.chunk_id,
-            "passage": passage,
-            "highlights": highlight_spans(passage, terms),
-            "title": d.title,
-            "authority": d.authority,
-            "jurisdiction": d.jurisdiction,
-            "year": d.year,
-            "doc_type": d.doc_type,
-            "role": d.role,
-            "source_url": d.source_url,
-            "topic": d.topic,
-            "extra": dict(d.extra),
-            "section": section,
-            "page_kind": kind,
-        }
 
 
 def _kinds(m: Method) -> set[str]:

@@ -26,14 +26,14 @@ from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
 from sourcepage.evaluation.answers import evaluate_quotes
 from sourcepage.evaluation.relevance import Run
+from sourcepage.query import PageHit, Query
 from sourcepage.records import Decision, Hit, Question, parse_page_id
 from sourcepage.retrieval.search import Searcher
-from sourcepage.retrieval.tokenize import content_terms
 from sourcepage.support.answer import extract_answer
 from sourcepage.support.calibrate import cross_validate, decisions
 from sourcepage.support.check import point_covered
 from sourcepage.support.decide import gate
-from sourcepage.support.features import FEATURES, feature_row, term_weights
+from sourcepage.support.features import FEATURES, feature_row
 from sourcepage.support.policy import default_policy
 from sourcepage.vocabulary import ANSWERABILITIES, NEGATIVE_CLASSES
 
@@ -185,15 +185,12 @@ def _quotes(
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """The extractive answer from a ranking's top pages (as ``search`` quotes them, for an
     ``answer`` decision) and the question's idf weights."""
-    df, n = searcher.term_df()
-    w = term_weights(sorted(content_terms(q.question)), df, n)
-    results = []
-    for h in ranked[:3]:
-        doc, page = parse_page_id(h.page_id)
-        results.append(
-            {"page": h.page_id, "doc_id": doc, "page_number": page, "passage": searcher.passage(h.chunk_id)}
-        )
-    return extract_answer(q.question, results, "answer", w), w
+    query = Query.of(searcher, q.question)
+    results = [
+        PageHit(h, searcher.documents[parse_page_id(h.page_id)[0]], searcher.passage(h.chunk_id))
+        for h in ranked[:3]
+    ]
+    return extract_answer(query, results, "answer"), dict(query.weights)
 
 
 def evaluate_support(

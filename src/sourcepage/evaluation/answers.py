@@ -21,12 +21,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sourcepage.query import PageHit, Query
 from sourcepage.records import Decision, Hit, Question, parse_page_id
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import content_terms, stem_terms
 from sourcepage.support.answer import extract_answer
 from sourcepage.support.decide import gate
-from sourcepage.support.features import term_weights
 
 #: share of an excerpt's content words one quote must hold
 KEY_FACT_SHARE = 0.6
@@ -51,17 +51,10 @@ def contains_key_fact(quotes: Sequence[str], q: Question) -> bool:
 def quote_answers(searcher: Searcher, q: Question, hits: Sequence[Hit], decision: str) -> dict[str, Any]:
     """The answer ``sourcepage search`` would quote for ``q`` from the ranked ``hits``
     (the decision given), with the rule's decision and the key-fact check."""
-    results = []
-    for h in hits[:QUOTE_PAGES]:
-        doc_id, n = parse_page_id(h.page_id)
-        results.append({"page": h.page_id, "doc_id": doc_id, "page_number": n, "chunk_id": h.chunk_id})
-    terms = sorted(content_terms(q.question))
-    df, n_chunks = searcher.term_df()
-    weights = term_weights(terms, df, n_chunks)
-    ans = extract_answer(
-        q.question, results, decision, weights, texts=searcher.store.raw_pages([r["page"] for r in results])
-    )
-    final = gate(q.question, ans, Decision(decision, ()), weights)[1].decision
+    results = [PageHit(h, searcher.documents[parse_page_id(h.page_id)[0]]) for h in hits[:QUOTE_PAGES]]
+    query = Query.of(searcher, q.question)
+    ans = extract_answer(query, results, decision, texts=searcher.store.raw_pages([r.page for r in results]))
+    final = gate(query, ans, Decision(decision, ()))[1].decision
     texts = [x["text"] for x in ans["quotes"]]
     return {
         "decision": final,
@@ -108,4 +101,59 @@ def evaluate_quotes(
         "answerable_quoted": len(answerable),
         "answerable_with_key_fact": round(share(answerable), 6),
         "per_question": rows,
+    }
+
+
+def quote_matches(quotes: Sequence[str], q: Question) -> list[bool]:
+    """Per quote: does it hold ``KEY_FACT_SHARE`` of one evidence excerpt's content words."""
+    return [contains_key_fact([t], q) for t in quotes]
+
+
+def answer_metrics(rows: Sequence[Mapping[str, Any]], resamples: int = 2000) -> dict[str, Any]:
+    """What a person is told, over a question set (issue #22). ``rows``: per question its
+    ``class`` (answerability), ``decision``, ``stating`` (a quote holds an evidence excerpt;
+    None without excerpts), ``matches`` (per quote, the same test), ``points`` (answer
+    points covered, 0/1 each) and ``confidence`` (the order in which the search would
+    answer: P(supported) × the best quote's P(states)).
+
+    Answer rate = answers ÷ questions; answer precision = answers with a stating quote ÷
+    answers; answer recall = answers with a stating quote ÷ answerable questions (with
+    excerpts); each with a 95% percentile bootstrap CI over questions. Also: unsupported
+    and out-of-domain questions answered, answerable questions refused, out-of-domain
+    refused, the share of quotes holding an excerpt, answer-point coverage, and the
+    risk–coverage curve (answering the most confident first; risk = answers without a
+    stating quote, a negative question's answer always counting as one)."""
+    from sourcepage.evaluation.stats import bootstrap_ci
+
+    def ci(values: Sequence[float]) -> dict[str, float]:
+        m, lo, hi = bootstrap_ci(values, resamples)
+        return {"value": round(m, 4), "low": round(lo, 4), "high": round(hi, 4), "n": len(values)}
+
+    answered = [r for r in rows if r["decision"] == "answer"]
+    labelled = [r for r in rows if r["class"] == "answerable" and r["stating"] is not None]
+    neg = [r for r in rows if r["class"] != "answerable"]
+    ood = [r for r in rows if r["class"] == "out_of_domain"]
+    answerable = [r for r in rows if r["class"] == "answerable"]
+    good = [r["decision"] == "answer" and bool(r["stating"]) for r in labelled]
+    matches = [m for r in answerable for m in r.get("matches", [])]
+    points = [sum(r["points"]) / len(r["points"]) for r in answerable if r.get("points")]
+    order = sorted(rows, key=lambda r: -float(r.get("confidence") or 0.0))
+    curve, bad = [], 0
+    for i, r in enumerate(order, 1):
+        bad += not (r["class"] == "answerable" and r["stating"])
+        curve.append([round(i / len(order), 4), round(bad / i, 4)])
+    return {
+        "questions": len(rows),
+        "answer_rate": ci([float(r["decision"] == "answer") for r in rows]),
+        "answer_precision": ci(
+            [float(bool(r["stating"])) for r in answered if r["class"] == "answerable"]
+            + [0.0 for r in answered if r["class"] != "answerable"]
+        ),
+        "answer_recall": ci([float(g) for g in good]),
+        "unsupported_answered": ci([float(r["decision"] == "answer") for r in neg]),
+        "answerable_refused": ci([float(r["decision"] == "refuse") for r in answerable]),
+        "ood_refused": ci([float(r["decision"] == "refuse") for r in ood]),
+        "quote_match": ci([float(m) for m in matches]),
+        "point_coverage": ci(points),
+        "risk_coverage": curve,
     }

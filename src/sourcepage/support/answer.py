@@ -6,73 +6,126 @@ pages, never paraphrases, and writes its own log. Nothing is produced when the d
 is ``refuse``; for ``review`` the quotes are a draft for the reviewer.
 
 What is quoted: the page's quotable units (``text.sentences.quotable``: body sentences,
-list items and introduced lists in their cleaned form — never contents lines, headings,
-captions or questions), whatever text version was searched. Which: the question says what
-kind of fact it asks for (``support.facts.asked_facts``: a frequency for "how often", a
-duration for "how long", a number for "how many", a list for "what are the steps", a
-condition for "when must", a person for "who may" …); a unit *answers* when it states a
-fact of that kind (``support.facts.states``) and is about the question — the idf-weighted
-share of the question's content words (stemmed) it holds, plus half the share its heading
-adds, is at least ``MIN_RELEVANCE``. A question of no recognised kind is answered by a
-unit whose relevance is at least ``STATEMENT_RELEVANCE``. The answers are quoted, best
-first; without one the most relevant units are quoted as a draft and ``fact_found`` is
-false, which turns an ``answer`` decision into ``review`` (``support.decide.gate``). No
-model: a quote must be verifiable on the cited page.
+list items and introduced lists — a procedure is quoted as its list — never contents
+lines, headings, captions or questions), tidied (``tidy``: no running header "Page 47 of
+72", no paragraph number, no private-use glyph). Which: the learned selector
+(``support.select``) gives each unit of the first three pages P(it states the answer);
+the best is quoted first, then up to three more that are nearly as likely and say
+something else (``choose``: no two quotes share most of their words), in page order. A
+quote whose next sentence on the page carries an exception or condition ("However, …",
+"Unless …") is quoted with it. A quote *answers* when its P(states) reaches the model's
+``t_quote`` and its page's columns are not at risk of running together; ``fact_found``
+says whether the best one does — the answer gate (``support.decide.gate``) needs it.
+No generation: a quote must be verifiable on the cited page.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sourcepage.retrieval.tokenize import content_terms, stem_terms
-from sourcepage.support.facts import asked_facts, states
-from sourcepage.text.sentences import Quotable, quotable, split_sentences
+import numpy as np
 
-__all__ = ["extract_answer", "log_answer", "split_sentences"]
+from sourcepage.query import PageHit, Query
+from sourcepage.support.select import (
+    EMBEDDING_FEATURES,
+    RULE_THRESHOLD,
+    Candidate,
+    QuoteModel,
+    candidates,
+    featurise,
+    quote_model,
+    score,
+)
+from sourcepage.text.sentences import split_sentences
+
+__all__ = ["choose", "extract_answer", "log_answer", "split_sentences"]
 
 LOG_NAME = "answers.jsonl"
 #: size above which the answer log is moved to ``answers.jsonl.1`` before the next line
 MAX_LOG_BYTES = 50 * 1024 * 1024
 _log_lock = threading.Lock()
-#: the least relevance (see the module docstring) of a unit that answers a question
-MIN_RELEVANCE = 0.25
-#: the relevance a unit needs to answer a question whose kind of fact is not recognised
-STATEMENT_RELEVANCE = 0.4
+#: the most quotes an answer gives
+MAX_QUOTES = 4
+#: a further quote needs at least this share of the best quote's P(states)
+FURTHER_SHARE = 0.5
+#: two quotes sharing more than this share of the smaller one's content words say the same
+REDUNDANT = 0.6
+#: the next sentence is quoted with a quote when it opens with (or is) an exception
+_EXCEPTION_NEXT = re.compile(
+    r"^(?:however|but|unless|except|this does not apply|this requirement does not apply|if\b[^.]*\bnot\b|"
+    r"where\b[^.]*\bnot\b|in (?:such|this) cases?|otherwise)",
+    re.IGNORECASE,
+)
 
 
-def _stems(text: str) -> set[str]:
-    return set(stem_terms(content_terms(text)).values())
+def choose(cands: Sequence[Candidate], max_quotes: int = MAX_QUOTES) -> list[Candidate]:
+    """The quotes of an answer: the most likely unit first, then up to ``max_quotes`` − 1
+    more with at least ``FURTHER_SHARE`` of its probability that repeat no chosen quote
+    (nor are contained in one: an item of a quoted list), these in page order. A unit cut
+    inside a parenthesis, or holding none of the question's words (nor its heading), is
+    never quoted."""
+    order = sorted(cands, key=lambda c: (-c.p, c.order, c.position))
+    chosen: list[Candidate] = []
+    for c in order:
+        if len(chosen) == max_quotes or (chosen and c.p < FURTHER_SHARE * chosen[0].p):
+            break
+        if c.text.count("(") > c.text.count(")"):
+            continue  # cut inside a parenthesis: not a whole sentence
+        if not (c.features.get("share") or c.features.get("heading")):
+            continue  # none of the question's words, nor under a heading holding one
+        if any(_redundant(c, o) for o in chosen):
+            continue
+        chosen.append(c)
+    return chosen[:1] + sorted(chosen[1:], key=lambda c: (c.order, c.position))
+
+
+def _redundant(a: Candidate, b: Candidate) -> bool:
+    if a.text in b.text or b.text in a.text:
+        return True
+    small = min(len(a.stems), len(b.stems)) or 1
+    return len(a.stems & b.stems) / small > REDUNDANT
+
+
+def _with_exception(c: Candidate, by_place: Mapping[tuple[str, int], Candidate]) -> str:
+    """The quote's text, with the next sentence of its page when that states an exception."""
+    nxt = by_place.get((c.page.page, c.position + 1))
+    if nxt is not None and _EXCEPTION_NEXT.search(nxt.text) and len(c.text) + len(nxt.text) < 900:
+        return f"{c.text} {nxt.text}"
+    return c.text
 
 
 def extract_answer(
-    question: str,
-    results: Sequence[Mapping[str, Any]],
+    query: Query | str,
+    results: Sequence[PageHit],
     decision: str,
-    weights: Mapping[str, float] | None = None,
-    max_sentences: int = 3,
-    pages: int = 3,
+    max_quotes: int = MAX_QUOTES,
     texts: Mapping[str, tuple[str, bool]] | None = None,
+    cosines: Callable[[Sequence[str]], Mapping[str, np.ndarray]] | None = None,
+    model: QuoteModel | None | bool = True,
 ) -> dict[str, Any]:
-    """Quote up to ``max_sentences`` units of the first ``pages`` results.
+    """Quote up to ``max_quotes`` units of the first three results.
 
-    ``results`` are search results (spec §5: page, doc_id, page_number, chunk_id,
-    passage); ``texts`` maps a page id to its raw page text and whether the audit found its
-    columns interleaved in that text (``Store.raw_pages``; the units are made from the raw
-    text, else from the result's passage); ``weights`` maps a content word to its idf
-    (uniform when None). A unit of an interleaved page may run two columns' text together:
-    it is quoted (``layout_risk``) but does not count as an answer. Returns ``{"status", "asked",
-    "fact_found", "quotes": [{"text", "page", "chunk_id", "citation", "score", "answers",
-    "layout_risk"}], "text"}``.
+    ``query``: the parsed question (a text is parsed without corpus weights);
+    ``results``: the ranked pages; ``texts`` maps a page id to its raw page text and
+    whether the audit found its columns interleaved in that text (``Store.raw_pages``; the
+    units are made from the raw text, else from the result's passage); ``cosines``: the
+    units' cosines with the question (``support.select.featurise``); ``model``: the
+    selector (True: the shipped one; None — or no ``cosines`` — the rule of before,
+    ``support.select.score``). A unit of an interleaved
+    page may run two columns' text together: it is quoted (``layout_risk``) but does not
+    count as an answer. Returns ``{"status", "asked", "fact_found", "quotes": [{"text",
+    "page", "chunk_id", "citation", "score", "answers", "layout_risk"}], "text"}``; ``score``
+    is the unit's P(states the answer).
     """
-    facts = asked_facts(question)
-    kinds = [a.kind for a in facts]
-    asked = ", ".join(a.describe() for a in facts) or "a statement"
+    q = Query.parse(query) if isinstance(query, str) else query
+    asked = q.describe_asked()
     if decision == "refuse":
         return {
             "status": "none",
@@ -82,65 +135,36 @@ def extract_answer(
             "quotes": [],
             "text": "",
         }
-    terms = content_terms(question)
-    stem_of = stem_terms(terms)
-    w: dict[str, float] = {}
-    for t in terms:  # a stem weighs as its heaviest word
-        w[stem_of[t]] = max(w.get(stem_of[t], 0.0), (weights or {}).get(t, 1.0))
-    pages_units = []
-    heads: dict[str, set[str]] = {}
-    for r in results[:pages]:
-        raw, risk = (texts or {}).get(r["page"]) or (r.get("passage", ""), False)
-        units = [(u, _stems(u.text), heads.setdefault(u.heading, _stems(u.heading))) for u in quotable(raw)]
-        pages_units.append((r, risk, units))
-    total = sum(w.values()) or 1.0
-    cands: list[tuple[bool, bool, float, int, int, Quotable, Mapping[str, Any], bool]] = []
-    seen: set[str] = set()
-    for order, (r, risk, units) in enumerate(pages_units):
-        for j, (u, own, head) in enumerate(units):
-            if u.text in seen:  # the same sentence on several pages (a repeated form)
-                continue
-            seen.add(u.text)
-            rel = (
-                sum(v for s, v in w.items() if s in own)
-                + 0.5 * sum(v for s, v in w.items() if s in head and s not in own)
-            ) / total
-            if rel <= 0:
-                continue
-            if kinds:
-                fact = rel >= MIN_RELEVANCE and any(states(u.text, k, u.kind) for k in kinds)
-            else:
-                fact = rel >= STATEMENT_RELEVANCE
-            cands.append((fact and not risk, fact, rel, order, j, u, r, risk))
-    # answers first, then facts from pages at layout risk, then the most relevant others
-    cands.sort(key=lambda c: (not c[0], not c[1], -c[2], c[3], c[4]))
-    fact_found = bool(cands) and cands[0][0]
-    chosen: list[tuple[bool, bool, float, int, int, Quotable, Mapping[str, Any], bool]] = []
-    for c in cands:
-        if len(chosen) == max_sentences or (fact_found and not c[0]):
-            break
-        if any(c[5].text in o[5].text or o[5].text in c[5].text for o in chosen if o[6] is c[6]):
-            continue  # an item of a list already quoted, or the list of a quoted item
-        chosen.append(c)
+    # the model reads the cosines: without them, the rule
+    mdl = (quote_model() if model is True else (model or None)) if cosines is not None else None
+    cands = candidates(q, results, texts)
+    # sentences are encoded only when the model reads their cosines (seconds when uncached)
+    embedded = mdl is not None and any(f in mdl.features for f in EMBEDDING_FEATURES)
+    featurise(q, cands, cosines if embedded else None)
+    score(cands, mdl)
+    threshold = mdl.t_quote if mdl is not None else RULE_THRESHOLD
+    chosen = choose(cands, max_quotes)
+    by_place = {(c.page.page, c.position): c for c in cands}
     quotes = [
         {
-            "text": u.text,
-            "page": r["page"],
-            "chunk_id": r.get("chunk_id", ""),
-            "citation": f"[{r['doc_id']} p.{r['page_number']}]",
-            "score": round(rel, 4),
-            "answers": ok,
-            "layout_risk": risk,
+            "text": _with_exception(c, by_place),
+            "page": c.page.page,
+            "chunk_id": c.page.hit.chunk_id,
+            "citation": c.page.citation,
+            "score": round(c.p, 4),
+            "answers": c.p >= threshold and not c.risk,
+            "layout_risk": c.risk,
         }
-        for ok, _, rel, _, _, u, r, risk in chosen
+        for c in chosen
     ]
+    fact_found = bool(quotes) and quotes[0]["answers"]
     status = "answer" if decision == "answer" and fact_found else "draft for review"
     return {
         "status": status if quotes else "none",
         "asked": asked,
         "fact_found": fact_found,
         "quotes": quotes,
-        "text": " ".join(f"\u201c{q['text']}\u201d {q['citation']}" for q in quotes),
+        "text": " ".join(f"\u201c{x['text']}\u201d {x['citation']}" for x in quotes),
     }
 
 

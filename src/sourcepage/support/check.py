@@ -3,29 +3,31 @@
 An extractive answer quotes sentences; this module says, for a reviewer and for the
 decision, whether those sentences actually answer the question:
 
-- **asked fact**: a question that asks for a kind of fact (``support.facts``: a value —
-  a duration, a frequency, a length, an amount of money, any number … — a person, a list,
-  a condition) is only answered when a quote about the question states a fact of that
-  kind (the answer's ``fact_found``) and, for a value, a quote states a value of that kind
-  (a number with a matching unit, a frequency word such as "annually", a colour word). A
-  topical quote without the fact does not support an answer, however close its wording.
+- **supported**: the best quote is likely enough to state the answer (the answer's
+  ``fact_found``, from the learned selector ``support.select``). Whether a quote states a
+  value of the asked kind by the pattern rules of ``support.facts`` (a number with a
+  matching unit, a frequency word, a colour word) is reported beside it (``asked``) — a
+  feature of the selector and a pointer for the reviewer, no longer the verdict.
 - **question parts**: the question is cut into parts at commas, semicolons, colons and
   "and"/"or" between clauses; a part is covered when most of its content words
   (idf-weighted, stemmed) appear in the quotes.
 - **answer points** (evaluation only): the same coverage test, per labelled answer point
   of a benchmark question, plus every number of the point appearing in the quotes.
 
-Rules only, no model: a reviewer can verify every verdict by reading the quotes.
+The parts and points are rules: a reviewer can verify them by reading the quotes.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
 from sourcepage.support.facts import asked_value, numbers, states
+
+if TYPE_CHECKING:
+    from sourcepage.query import Query
 
 _WORDS = TokenizerConfig(stopwords=True)
 _STEMMED = TokenizerConfig(stopwords=True, stem=True)
@@ -74,18 +76,24 @@ def question_parts(question: str) -> list[str]:
 
 
 def check_answer(
-    question: str, answer: Mapping[str, Any], weights: Mapping[str, float] | None = None
+    question: Query | str, answer: Mapping[str, Any], weights: Mapping[str, float] | None = None
 ) -> dict[str, Any]:
     """What the quotes of ``answer`` (``support.answer.extract_answer``'s dict) cover of
     the question.
 
     Returns ``{"supported", "complete", "asked": {"kind", "phrase", "stated"} | None,
-    "parts": [{"text", "covered", "coverage", "missing"}], "summary"}``. ``supported``: a
-    quote about the question states the kind of fact it asks for (``fact_found``) and,
-    when it asks for a value, the quotes state one of that kind (``asked``) — the
-    condition for an automatic answer (``support.decide.gate``). ``complete``: supported
+    "parts": [{"text", "covered", "coverage", "missing"}], "summary"}``. ``supported``: the
+    best quote states the answer by the selector (``fact_found``) — the condition for an
+    automatic answer (``support.decide.gate``); ``asked.stated``: a quote states a value
+    of the asked kind by the pattern rules. ``complete``: supported
     and every part covered (parts are cut by rule, so an uncovered part is a pointer for
     the reviewer, not a verdict)."""
+    if not isinstance(question, str):  # a Query: its text, weights and asked value
+        weights = question.weights if weights is None else weights
+        asked = question.value
+        question = question.text
+    else:
+        asked = asked_value(question)
     quotes = [q["text"] for q in answer.get("quotes", [])]
     text = " ".join(quotes)
     parts = []
@@ -94,25 +102,19 @@ def check_answer(
         parts.append(
             {"text": p, "covered": share >= PART_COVERAGE, "coverage": round(share, 3), "missing": missing}
         )
-    asked = asked_value(question)
     stated = states(text, asked.kind) if asked else True
     found = bool(answer.get("fact_found"))
-    supported = bool(quotes) and stated and found
+    supported = bool(quotes) and found
     covered = [p["text"] for p in parts if p["covered"]]
     uncovered = [p["text"] for p in parts if not p["covered"]]
     notes = []
     if not quotes:
-        notes.append("no sentence was quoted")
-    if asked and not stated:
-        notes.append(
-            f"the question asks for {asked.describe()} (\u201c{asked.phrase}\u201d) and no quoted sentence "
-            "states one"
-        )
-    elif quotes and not found:
+        notes.append(f"no sentence was quoted (the question asks for {answer.get('asked') or 'a statement'})")
+    elif not found:
         what = answer.get("asked") or "a statement"
         risk = any(q.get("layout_risk") for q in answer.get("quotes", []))
         notes.append(
-            f"no quoted sentence about the question states what it asks for ({what})"
+            f"no quoted sentence is likely enough to state what it asks for ({what})"
             + ("; the page's columns may run together in its text" if risk else "")
         )
     summary = []
@@ -122,6 +124,11 @@ def check_answer(
         summary.append("They do not cover: " + "; ".join(f"\u201c{u}\u201d" for u in uncovered) + ".")
     if asked and stated:
         summary.append(f"A quote states {asked.describe()}.")
+    elif asked and quotes:
+        summary.append(
+            f"The question asks for {asked.describe()} (\u201c{asked.phrase}\u201d); no quote states one "
+            "in a form the pattern rules recognise: check the wording."
+        )
     if notes:
         summary.append("Not supported: " + "; ".join(notes) + ".")
     return {

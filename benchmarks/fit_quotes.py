@@ -1,0 +1,349 @@
+"""Fit the answer-sentence selector and the answer gate's two thresholds on the dev splits
+(issue #22), and write ``src/sourcepage/support/quote_model.json``.
+
+    python benchmarks/fit_quotes.py --set STORE=QUESTIONS [--set …] [--cache DIR] [--write]
+
+For every dev question the whole search runs (``api.search``, shipped default policy);
+the candidate units of its top three pages get their features (``support.select``) and a
+label: positive when the unit holds at least 60% of a labelled excerpt's content words
+(``evaluation.answers.contains_key_fact``, the rule eval scores quotes with). Variants of
+the selector are compared with question-level cross-validation (GroupKFold, out-of-fold
+probabilities) against today's rule; the one whose fitted gate (below) has the highest
+answer recall is refitted on all dev rows. Then the
+thresholds: t_support on P(supported) and t_quote on the best quote's P(states), the pair
+with the highest answer recall (answers with a stating quote ÷ answerable) among those
+answering at most 2% of the unsupported and out-of-domain questions with at least 90% of
+answers holding a stating quote — on the out-of-fold probabilities.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sourcepage import api
+from sourcepage.evaluation.answers import contains_key_fact
+from sourcepage.evaluation.questions import read_questions
+from sourcepage.query import Query
+from sourcepage.retrieval.methods import default_method, parse_method
+from sourcepage.store.files import write_json
+from sourcepage.support import select as S
+from sourcepage.support.answer import choose
+
+SEED = 42
+MAX_NEG_ANSWERED = 0.02
+MIN_PRECISION = 0.90
+
+
+def collect(store: Path, questions: Path, partial: Path | None = None) -> list[dict[str, Any]]:
+    """One row per question: class, P(supported), whether a rule other than the threshold
+    blocks an answer, and its candidates (text, features, label). Rows are appended to
+    ``partial`` (JSON lines) as they are made, and rows already there are not made again."""
+    svc = api.service(store)
+    s = svc.searcher
+    rows = [json.loads(x) for x in partial.read_text().splitlines()] if partial and partial.exists() else []
+    done = {r["id"] for r in rows}
+    t0 = time.perf_counter()
+    for i, q in enumerate(read_questions(questions), 1):
+        if q.id in done:
+            continue
+        r = svc.search(q.question, k=10)
+        sup = r["support"] or {}
+        feats = sup.get("features") or {}
+        blocked = (
+            len(r["jurisdictions"]) > 1
+            or bool(r["routing"]["uncovered"] and not r["routing"]["jurisdictions"])
+            or (feats.get("rr_a_in_b") == 0 and feats.get("rr_b_in_a") == 0)
+            or not sup
+        )
+        query = Query.of(s, q.question)
+        pages = svc.pages(query, s.ranked(parse_method(default_method()), q.question, 20, {}), 10)
+        cands = S.candidates(query, pages, s.store.raw_pages([p.page for p in pages[: S.PAGES]]))
+        S.featurise(query, cands, svc.cosines(query))
+        rows.append(
+            {
+                "id": q.id,
+                "set": str(questions),
+                "class": q.answerability,
+                "probability": sup.get("probability"),
+                "blocked": bool(blocked),
+                "has_excerpt": bool(q.excerpts),
+                "cands": [
+                    {
+                        "text": c.text,
+                        "order": c.order,
+                        "position": c.position,
+                        "risk": c.risk,
+                        "features": c.features,
+                        "label": int(bool(q.excerpts) and contains_key_fact([c.text], q)),
+                    }
+                    for c in cands
+                ],
+            }
+        )
+        if partial:
+            with open(partial, "a", encoding="utf-8") as f:
+                f.write(json.dumps(rows[-1]) + "\n")
+        print(f"{i} {q.id} {r['decision']} {time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
+    return rows
+
+
+def _fit(x: np.ndarray, y: np.ndarray, c_reg: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    from sklearn.linear_model import LogisticRegression
+
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    m = LogisticRegression(C=c_reg, max_iter=5000, random_state=SEED)
+    m.fit((x - mean) / scale, y)
+    return mean, scale, m.coef_[0], float(m.intercept_[0])
+
+
+def _proba(params: tuple[np.ndarray, np.ndarray, np.ndarray, float], x: np.ndarray) -> np.ndarray:
+    mean, scale, coef, b = params
+    return 1.0 / (1.0 + np.exp(-(((x - mean) / scale) @ coef + b)))
+
+
+def out_of_fold(rows: list[dict[str, Any]], names: list[str], c_reg: float, folds: int = 5) -> np.ndarray:
+    """Held-out P(states) of every candidate, folds by question."""
+    from sklearn.model_selection import GroupKFold
+
+    x = np.array([[c["features"][f] for f in names] for r in rows for c in r["cands"]])
+    y = np.array([c["label"] for r in rows for c in r["cands"]])
+    g = np.array([i for i, r in enumerate(rows) for _ in r["cands"]])
+    p = np.zeros(len(y))
+    for train, test in GroupKFold(n_splits=folds, shuffle=True, random_state=SEED).split(x, y, g):
+        p[test] = _proba(_fit(x[train], y[train], c_reg), x[test])
+    return p
+
+
+def quotes_of(row: dict[str, Any], probs: np.ndarray) -> list[S.Candidate]:
+    """The quotes ``support.answer.choose`` makes from the row's candidates and ``probs``."""
+    from sourcepage.query import PageHit
+    from sourcepage.records import MANIFEST_COLUMNS, Document, Hit
+    from sourcepage.text.sentences import Quotable
+
+    doc = Document(**{c: "" for c in MANIFEST_COLUMNS})
+    pages = {}
+    cands = []
+    for c, p in zip(row["cands"], probs, strict=True):
+        page = pages.setdefault(c["order"], PageHit(Hit(c["order"] + 1, f"d#p{c['order']}", 0.0, ""), doc))
+        k = S.Candidate(Quotable(c["text"], "", "sentence"), page, c["order"], c["position"], c["risk"])
+        k.stems, k.p, k.features = S._stems(c["text"]), float(p), c["features"]
+        k.label = c["label"]  # type: ignore[attr-defined]
+        cands.append(k)
+    return choose(cands)
+
+
+def split_probs(rows: list[dict[str, Any]], flat: np.ndarray) -> list[np.ndarray]:
+    out, i = [], 0
+    for r in rows:
+        out.append(flat[i : i + len(r["cands"])])
+        i += len(r["cands"])
+    return out
+
+
+def selection_scores(rows: list[dict[str, Any]], probs: list[np.ndarray]) -> dict[str, float]:
+    """Over answerable questions with an excerpt: the share whose best quote states the
+    answer, whose quotes (up to four) hold one, and the ceiling (some candidate holds one)."""
+    ans = [
+        (r, p) for r, p in zip(rows, probs, strict=True) if r["class"] == "answerable" and r["has_excerpt"]
+    ]
+    top = anyq = ceil = 0
+    for r, p in ans:
+        qs = quotes_of(r, p)
+        top += bool(qs) and qs[0].label  # type: ignore[attr-defined]
+        anyq += any(q.label for q in qs)  # type: ignore[attr-defined]
+        ceil += any(c["label"] for c in r["cands"])
+    n = len(ans) or 1
+    return {"top1": round(top / n, 4), "any_quote": round(anyq / n, 4), "ceiling": round(ceil / n, 4), "n": n}
+
+
+def outcomes_of(rows: list[dict[str, Any]], probs: list[np.ndarray]) -> list[tuple[float, bool]]:
+    """Per question: the best quote's P(states) (0 on a page at layout risk) and whether
+    its quotes hold an excerpt."""
+    out = []
+    for r, p in zip(rows, probs, strict=True):
+        qs = quotes_of(r, p)
+        out.append((qs[0].p if qs and not qs[0].risk else 0.0, any(q.label for q in qs)))  # type: ignore[attr-defined]
+    return out
+
+
+def gate_outcomes(
+    rows: list[dict[str, Any]], quoted: list[tuple[float, bool]], t_s: float, t_q: float
+) -> dict[str, float]:
+    """Answer rate, precision, recall and negatives answered with thresholds (t_s, t_q)."""
+    answered = stating = pos = neg = neg_ans = 0
+    for r, (best, holds) in zip(rows, quoted, strict=True):
+        ok = not r["blocked"] and (r["probability"] or 0.0) >= t_s and best >= t_q
+        if r["class"] == "answerable":
+            pos += 1
+            if ok:
+                answered += 1
+                stating += holds
+        else:
+            neg += 1
+            neg_ans += ok
+    return {
+        "answered": answered,
+        "precision": stating / answered if answered else 1.0,
+        "recall": stating / pos if pos else 0.0,
+        "neg_answered": neg_ans / neg if neg else 0.0,
+    }
+
+
+def fit_thresholds(
+    rows: list[dict[str, Any]], probs: list[np.ndarray]
+) -> tuple[float, float, dict[str, float]]:
+    """The (t_support, t_quote) pair of highest recall within the two constraints."""
+    from sourcepage.support.policy import default_policy
+
+    floor = default_policy().t_refuse  # the refusal threshold stays the policy's
+    ps = sorted({round(r["probability"] or 0.0, 4) for r in rows if (r["probability"] or 0.0) >= floor})
+    qs = sorted({round(float(x), 4) for p in probs for x in p} | {0.0})
+    qs = [qs[i] for i in np.linspace(0, len(qs) - 1, min(len(qs), 200)).astype(int)]
+    best: tuple[float, float, dict[str, float]] | None = None
+    quoted = outcomes_of(rows, probs)
+    for t_s in ps:
+        for t_q in qs:
+            o = gate_outcomes(rows, quoted, t_s, t_q)
+            if o["neg_answered"] > MAX_NEG_ANSWERED or o["precision"] < MIN_PRECISION:
+                continue
+            key = (o["recall"], -t_s, -t_q)
+            if best is None or key > (best[2]["recall"], -best[0], -best[1]):
+                best = (t_s, t_q, o)
+    if best is None:
+        raise SystemExit("no threshold pair meets the constraints on dev")
+    return best
+
+
+def evaluate(rows: list[dict[str, Any]]) -> None:
+    """The shipped model and thresholds on collected rows (a test split, once): answer
+    rate, precision, recall, negatives answered, and refusals (P(supported) under the
+    policy's t_refuse)."""
+    from sourcepage.support.policy import default_policy
+
+    _kinds_asked(rows)
+    model = S.quote_model()
+    assert model is not None, "no shipped quote model"
+    probs = [model.proba([c["features"] for c in r["cands"]]) for r in rows]
+    o = gate_outcomes(
+        rows, outcomes_of(rows, probs), max(model.t_support, default_policy().t_refuse), model.t_quote
+    )
+    t_refuse = default_policy().t_refuse
+    ans = [r for r in rows if r["class"] == "answerable"]
+    ood = [r for r in rows if r["class"] == "out_of_domain"]
+    o["answerable_refused"] = sum((r["probability"] or 0.0) < t_refuse for r in ans) / max(1, len(ans))
+    o["ood_refused"] = sum((r["probability"] or 0.0) < t_refuse for r in ood) / max(1, len(ood))
+    o["questions"] = len(rows)
+    print(json.dumps({k: round(v, 4) for k, v in o.items()}))
+
+
+def _kinds_asked(rows: list[dict[str, Any]]) -> None:
+    """Add ``kinds_asked`` to rows collected before it was a feature (from the question)."""
+    texts = {}
+    for path in {r["set"] for r in rows}:
+        texts.update({(path, q.id): q.question for q in read_questions(Path(path))})
+    for r in rows:
+        k = float(
+            any(a in ("actor", "list", "condition") for a in Query.parse(texts[r["set"], r["id"]]).kinds)
+        )
+        for c in r["cands"]:
+            c["features"].setdefault("kinds_asked", k)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--set", action="append", required=True, help="STORE=QUESTIONS (a dev split)")
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/fit_quotes"))
+    ap.add_argument("--write", action="store_true", help="write support/quote_model.json")
+    ap.add_argument("--collect-only", action="store_true", help="only collect (rows kept as JSON lines)")
+    ap.add_argument("--partial", action="append", default=[], help="also read these collected JSON lines")
+    ap.add_argument(
+        "--evaluate", action="append", default=[], help="score collected rows with the shipped model"
+    )
+    a = ap.parse_args()
+    rows: list[dict[str, Any]] = []
+    for pair in a.set:
+        store, _, qpath = pair.partition("=")
+        cache = a.cache / (Path(store).name + "-" + Path(qpath).stem + ".json")
+        if not cache.exists():
+            if a.collect_only:
+                collect(Path(store), Path(qpath), cache.with_suffix(".partial.jsonl"))
+                continue
+            write_json(cache, collect(Path(store), Path(qpath), cache.with_suffix(".partial.jsonl")))
+        rows += json.loads(cache.read_text())
+    if a.collect_only:
+        return
+    if a.evaluate:
+        evaluate([json.loads(x) for p in a.evaluate for x in Path(p).read_text().splitlines()])
+        return
+    for part in a.partial:
+        rows += [json.loads(x) for x in Path(part).read_text().splitlines()]
+    _kinds_asked(rows)
+    rule = []
+    for r in rows:
+        cands = [S.Candidate(None, None, 0, 0, False, features=c["features"]) for c in r["cands"]]  # type: ignore[arg-type]
+        S.score(cands, None)
+        rule.append(np.array([c.p for c in cands]))
+    variants: dict[str, tuple[list[str], float]] = {
+        "all features, C=1": (list(S.FEATURES), 1.0),
+        "all features, C=0.1": (list(S.FEATURES), 0.1),
+        "no embeddings, C=1": (
+            [f for f in S.FEATURES if not f.startswith(("e5", "minilm", "neighbour"))],
+            1.0,
+        ),
+        "no MiniLM, C=1": ([f for f in S.FEATURES if not f.startswith("minilm")], 1.0),
+    }
+    report: dict[str, Any] = {"today's rule": selection_scores(rows, rule)}
+    oof: dict[str, list[np.ndarray]] = {}
+    for name, (names, c_reg) in variants.items():
+        oof[name] = split_probs(rows, out_of_fold(rows, names, c_reg))
+        report[name] = selection_scores(rows, oof[name])
+    for k, v in report.items():
+        print(f"{k:24} {v}")
+    # the variant whose fitted gate answers most answerable questions with a stating quote
+    gates = {k: fit_thresholds(rows, oof[k]) for k in variants}
+    for k, (ts, tq, o) in gates.items():
+        print(f"gate of {k:20} t_support {ts}, t_quote {tq}: {o}")
+    chosen = max(variants, key=lambda k: (gates[k][2]["recall"], report[k]["any_quote"]))
+    t_s, t_q, o = gates[chosen]
+    print(f"chosen: {chosen}; t_support {t_s}, t_quote {t_q}: {o}")
+    base = fit_thresholds(rows, rule)
+    print(f"today's rule with fitted thresholds: t_support {base[0]}, t_quote {base[1]}: {base[2]}")
+    names, c_reg = variants[chosen]
+    x = np.array([[c["features"][f] for f in names] for r in rows for c in r["cands"]])
+    y = np.array([c["label"] for r in rows for c in r["cands"]])
+    mean, scale, coef, b = _fit(x, y, c_reg)
+    model = S.QuoteModel(
+        tuple(names),
+        tuple(mean.round(6).tolist()),
+        tuple(scale.round(6).tolist()),
+        tuple(coef.round(6).tolist()),
+        round(b, 6),
+        t_s,
+        t_q,
+        {
+            "fitted_on": sorted({r["set"] for r in rows}),
+            "questions": len(rows),
+            "candidates": int(len(y)),
+            "positives": int(y.sum()),
+            "variants_dev": report,
+            "gates_dev": {k: {"t_support": g[0], "t_quote": g[1], **g[2]} for k, g in gates.items()},
+            "chosen": chosen,
+            "dev_gate_out_of_fold": {k: round(v, 4) for k, v in o.items()},
+        },
+    )
+    if a.write:
+        out = Path(S.__file__).with_name(S.MODEL_FILE)
+        write_json(out, model.as_dict())
+        print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

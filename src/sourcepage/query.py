@@ -1,0 +1,170 @@
+"""The question, parsed once (``Query``), and the typed page hits that travel with it
+through rank → decide → quote (``PageHit``).
+
+Before this module the search path re-derived the question in every stage (content terms
+in api.py, features, check and answer; the asked value three times; the route twice). A
+``Query`` holds all of it: the text, its content terms with idf weights (and their
+Snowball stems, a stem weighing as its heaviest word), the BM25 tokens, the facts it asks
+for (``support.facts``) and the jurisdictions it names (``retrieval.routing``). It sits
+between retrieval and support: it reads both above it, and support/ reads it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sourcepage.records import Document, Hit, parse_page_id
+from sourcepage.retrieval.routing import Route
+from sourcepage.retrieval.tokenize import content_terms, stem_terms, tokenize
+from sourcepage.support.facts import Asked, asked_facts, asked_value
+
+if TYPE_CHECKING:
+    from sourcepage.retrieval.search import Searcher
+
+__all__ = ["PageHit", "Query", "term_weights"]
+
+
+def term_weights(terms: Sequence[str], df: Mapping[str, int], n_docs: int) -> dict[str, float]:
+    """Lucene-style idf, ln(1 + (N − df + 0.5)/(df + 0.5)): ≥ 0, largest for unseen terms."""
+    return {t: math.log(1 + (n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+
+
+@dataclass(frozen=True)
+class Query:
+    """One question, parsed once. ``weights``: content term → idf (1.0 each without
+    corpus statistics); ``stems``: Snowball stem → the largest weight of its terms;
+    ``tokens``: the BM25 tokens (the index's tokenizer); ``asked``: the kinds of fact asked,
+    in question order, ``value`` the one value among them; ``route``: the jurisdictions
+    named (None when no router was given)."""
+
+    text: str
+    terms: frozenset[str]
+    weights: Mapping[str, float]
+    stems: Mapping[str, float]
+    tokens: tuple[str, ...]
+    asked: tuple[Asked, ...]
+    value: Asked | None
+    route: Route | None = None
+    stem_of: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(
+        cls,
+        text: str,
+        df: Mapping[str, int] | None = None,
+        n_docs: int = 0,
+        route: Route | None = None,
+        tokens: Sequence[str] | None = None,
+    ) -> Query:
+        """Parse ``text``; ``df``/``n_docs`` (the BM25 index's chunk frequencies) give idf
+        weights, else every term weighs 1."""
+        terms = content_terms(text)
+        weights = term_weights(sorted(terms), df, n_docs) if df is not None else {t: 1.0 for t in terms}
+        stem_of = stem_terms(terms)
+        stems: dict[str, float] = {}
+        for t in sorted(terms):
+            stems[stem_of[t]] = max(stems.get(stem_of[t], 0.0), weights[t])
+        return cls(
+            text=text,
+            terms=frozenset(terms),
+            weights=weights,
+            stems=stems,
+            tokens=tuple(tokenize(text) if tokens is None else tokens),
+            asked=tuple(asked_facts(text)),
+            value=asked_value(text),
+            route=route,
+            stem_of=stem_of,
+        )
+
+    @classmethod
+    def of(cls, searcher: Searcher, text: str) -> Query:
+        """Parse ``text`` with the searcher's statistics, tokenizer and router."""
+        from sourcepage.retrieval.routing import router
+
+        df, n = searcher.term_df()
+        return cls.parse(
+            text, df, n, router(searcher).route(text), tokenize(text, searcher.settings.tokenizer)
+        )
+
+    @property
+    def jurisdictions(self) -> tuple[str, ...]:
+        """The covered jurisdictions the question names (empty when none or unknown)."""
+        return self.route.jurisdictions if self.route else ()
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds of fact asked, in question order."""
+        return tuple(a.kind for a in self.asked)
+
+    def describe_asked(self) -> str:
+        """What the question asks for, in words ("a frequency (how often)", or "a statement")."""
+        return ", ".join(a.describe() for a in self.asked) or "a statement"
+
+
+@dataclass(frozen=True)
+class PageHit:
+    """One ranked page with its document, best passage and highlighted spans (spec §5), and
+    the near-duplicate pages grouped under it ((hit, similarity) pairs)."""
+
+    hit: Hit
+    document: Document
+    passage: str = ""
+    highlights: tuple[tuple[int, int], ...] = ()
+    duplicates: tuple[tuple[Hit, float, Document], ...] = ()
+    #: the page's heading path and kind (corpus.structure; '' where unknown)
+    section: str = ""
+    page_kind: str = ""
+
+    @property
+    def page(self) -> str:
+        return self.hit.page_id
+
+    @property
+    def page_number(self) -> int:
+        return parse_page_id(self.hit.page_id)[1]
+
+    @property
+    def citation(self) -> str:
+        """``[doc_id p.N]``, as quotes cite their page."""
+        return f"[{self.document.doc_id} p.{self.page_number}]"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result's dict (spec §5), built at the edge (api, CLI, service)."""
+        d = self.document
+        return {
+            "rank": self.hit.rank,
+            "page": self.page,
+            "doc_id": d.doc_id,
+            "page_number": self.page_number,
+            "score": self.hit.score,
+            "chunk_id": self.hit.chunk_id,
+            "passage": self.passage,
+            "highlights": list(self.highlights),
+            "title": d.title,
+            "authority": d.authority,
+            "jurisdiction": d.jurisdiction,
+            "year": d.year,
+            "doc_type": d.doc_type,
+            "role": d.role,
+            "source_url": d.source_url,
+            "topic": d.topic,
+            "extra": dict(d.extra),
+            "section": self.section,
+            "page_kind": self.page_kind,
+            "duplicates": [
+                {
+                    "page": h.page_id,
+                    "doc_id": doc.doc_id,
+                    "page_number": parse_page_id(h.page_id)[1],
+                    "rank": h.rank,
+                    "score": h.score,
+                    "similarity": sim,
+                    "title": doc.title,
+                    "jurisdiction": doc.jurisdiction,
+                }
+                for h, sim, doc in self.duplicates
+            ],
+        }

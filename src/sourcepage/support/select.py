@@ -1,0 +1,324 @@
+"""Answer-sentence selection: which quotable units of the top pages state the answer.
+
+A learned, measured stage (issue #22): every quotable unit (``text.sentences.quotable``)
+of the first ``PAGES`` ranked pages is a candidate; its features (``FEATURE_WORDS``) say
+how close it is to the question (e5 and MiniLM cosines, BM25 of the unit as a share of
+the question's ceiling, the idf-weighted share of the question's words it and its heading
+hold), whether it states a fact of the kind asked (``support.facts``: the regular
+expressions are features here, not the gate), whether it names the roles and entities the
+question names and no others (manufacturer ≠ importer, employer ≠ employee), whether it
+carries the condition or exception the question asks about ("unless", "except", "if … not
+available"), how close its neighbours are, and the rank of its page. A logistic model
+(``quote_model.json``, plain JSON beside ``default_policy.json``, fitted by
+``benchmarks/fit_quotes.py`` on the dev splits with question-level cross-validation)
+turns them into P(the unit states the answer). Positives in training: units holding at
+least 60% of the content words of a labelled evidence excerpt (the rule eval scores
+quotes with).
+
+The model file also holds the two thresholds of the answer gate (``support.decide.gate``):
+``t_support`` on P(supported) and ``t_quote`` on the best quote's P(states).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from sourcepage.query import PageHit, Query
+from sourcepage.retrieval.tokenize import content_terms, stem_terms
+from sourcepage.support.facts import states
+from sourcepage.text.sentences import Quotable, quotable
+
+MODEL_FILE = "quote_model.json"
+SCHEMA = "sourcepage-quote-model/1"
+#: the ranked pages whose units are candidates
+PAGES = 3
+#: P(states) from which a unit counts as answering under the rule without a model
+RULE_THRESHOLD = 0.5
+#: the units (most of the question's words first) whose cosines are computed
+EMBEDDED = 24
+#: BM25 constants of the unit score (a unit is a short document)
+K1, B, AVG_UNIT_WORDS = 1.2, 0.75, 14.0
+
+#: feature → what it measures, in words
+FEATURE_WORDS: dict[str, str] = {
+    "e5": "meaning similarity (e5-small) of the sentence to the question",
+    "e5_gap": "its e5 similarity minus that of the closest candidate",
+    "minilm": "meaning similarity (MiniLM) of the sentence to the question",
+    "minilm_gap": "its MiniLM similarity minus that of the closest candidate",
+    "bm25": "BM25 of the sentence as a share of the question's ceiling",
+    "share": "idf-weighted share of the question's words the sentence holds",
+    "heading": "idf-weighted share of the question's words its heading adds",
+    "value_asked": "the question asks for a value",
+    "value_stated": "the sentence states a value of the asked kind",
+    "kinds_asked": "the question asks for a person, a list or a condition",
+    "other_stated": "share of the asked person / list / condition facts the sentence states",
+    "role_match": "share of the roles the question names that the sentence names",
+    "role_other": "the sentence names a role the question does not (and names none it does)",
+    "exception_q": "the question asks about an exception or condition",
+    "exception_s": "the sentence states an exception or condition",
+    "neighbour": "the larger e5 similarity of the sentences before and after it",
+    "page_rank": "1 / rank of its page",
+    "position": "its position on the page (0 first, 1 last)",
+    "is_list": "it is a list or a list item",
+    "length": "log of its length in characters",
+    "numbers": "it states some number (not a section, standard or year)",
+}
+FEATURES: tuple[str, ...] = tuple(FEATURE_WORDS)
+#: the features read from sentence vectors
+EMBEDDING_FEATURES = ("e5", "e5_gap", "minilm", "minilm_gap", "neighbour")
+
+#: roles and parties whose confusion changes an answer (singular stems matched on words)
+ROLES = (
+    "manufacturer importer distributor supplier designer installer employer employee worker "
+    "supervisor contractor subcontractor owner operator pcbu officer inspector regulator "
+    "attendant entrant rescuer aider authorized affected competent qualified client principal "
+    "landlord tenant self-employed representative committee user"
+).split()
+_EXCEPTION_Q = re.compile(
+    r"\b(?:unless|except|exempt|exception|not (?:at|available|present|possible|practicable)|absent|"
+    r"away|instead|if|when|whenever|where|who may|can .* without|without)\b",
+    re.IGNORECASE,
+)
+_EXCEPTION_S = re.compile(
+    r"\b(?:unless|except|exempt|however|only if|provided that|if|when|where|in lieu|instead|"
+    r"not available|not present|not practicable|not reasonably practicable|under the direction)\b",
+    re.IGNORECASE,
+)
+
+
+#: private-use code points (icon fonts' glyphs) and PDFium's noncharacters
+_PRIVATE = re.compile("[\ue000-\uf8ff\ufffe\uffff]")
+#: a running header or footer that ran into the unit: "Code of Practice Page 47 of 72"
+_RUNNING_START = re.compile(r"^(?:\S+\s+){0,8}?Page\s+\d+\s+of\s+\d+\s+", re.IGNORECASE)
+_RUNNING = re.compile(r"\s*\bPage\s+\d+\s+of\s+\d+\b\s*", re.IGNORECASE)
+#: a paragraph number opening a unit: "53 ", "(53) ", "4.2 " before a capital
+_PARAGRAPH_NO = re.compile(r"^\(?\d{1,3}(?:\.\d{1,2})*[.)]?\s+(?=[A-Z(“\"])")
+
+
+def tidy(text: str) -> str:
+    """A unit as it is quoted: without private-use glyphs, running headers or footers
+    ("Page 47 of 72" and the title before it) and an opening paragraph number."""
+    t = _PRIVATE.sub("", text)
+    t = _RUNNING_START.sub("", t)
+    t = re.sub(r"\s+", " ", _RUNNING.sub(" ", t)).strip()
+    return _PARAGRAPH_NO.sub("", t).strip()
+
+
+def _stems(text: str) -> set[str]:
+    return set(stem_terms(content_terms(text)).values())
+
+
+def _roles(stems: set[str]) -> set[str]:
+    return {r for r in _role_stems() if r in stems}
+
+
+@lru_cache(maxsize=1)
+def _role_stems() -> frozenset[str]:
+    return frozenset(stem_terms(set(ROLES)).values())
+
+
+@dataclass
+class Candidate:
+    """One quotable unit of a ranked page, with its features and, once scored, P(states)."""
+
+    unit: Quotable
+    page: PageHit
+    order: int  # 0-based index of its page among the ranked pages
+    position: int  # index of the unit on its page
+    risk: bool  # the page's columns may run together in its text
+    stems: set[str] = field(default_factory=set)
+    features: dict[str, float] = field(default_factory=dict)
+    p: float = 0.0
+
+    @property
+    def text(self) -> str:
+        return self.unit.text
+
+
+def candidates(
+    query: Query, pages: Sequence[PageHit], texts: Mapping[str, tuple[str, bool]] | None = None
+) -> list[Candidate]:
+    """The quotable units of the first ``PAGES`` pages (raw page text from ``texts``, else
+    the page's passage), a sentence repeated on several pages kept once."""
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for order, p in enumerate(pages[:PAGES]):
+        raw, risk = (texts or {}).get(p.page) or (p.passage, False)
+        for j, u in enumerate(quotable(raw)):
+            text = tidy(u.text)
+            if text in seen or len(text.split()) < 3:
+                continue
+            seen.add(text)
+            u = Quotable(text, u.heading, u.kind, u.bullet)
+            out.append(Candidate(u, p, order, j, risk, _stems(text)))
+    return out
+
+
+def featurise(
+    query: Query,
+    cands: Sequence[Candidate],
+    cosines: Callable[[Sequence[str]], Mapping[str, np.ndarray]] | None = None,
+) -> None:
+    """Set every candidate's ``features`` (see ``FEATURE_WORDS``). ``cosines`` maps the
+    candidates' texts to {"e5": …, "minilm": …} arrays of cosines with the question
+    (``support.features.sentence_cosines``); without it both are 0."""
+    if not cands:
+        return
+    w = query.stems
+    total = sum(w.values()) or 1.0
+    lexical = [sum(v for s, v in w.items() if s in c.stems) / total for c in cands]
+    # only the lexically closest units are embedded (encoding every unit of three pages
+    # costs seconds on a loaded CPU); the others take the least cosine of those embedded
+    keep = sorted(range(len(cands)), key=lambda i: (-lexical[i], i))[:EMBEDDED]
+    sims = dict(cosines([cands[i].text for i in keep])) if cosines else {}
+    e5, ml = (_spread(sims.get(k), keep, len(cands)) for k in ("e5", "minilm"))
+    ceiling = total * (K1 + 1)
+    q_roles = _roles(set(w))
+    exc_q = float(bool(_EXCEPTION_Q.search(query.text)))
+    others = [k for k in query.kinds if k in ("actor", "list", "condition")]
+    per_page: dict[str, int] = {}
+    for c in cands:
+        per_page[c.page.page] = max(per_page.get(c.page.page, 0), c.position + 1)
+    heads: dict[str, set[str]] = {}
+    for i, c in enumerate(cands):
+        head = heads.setdefault(c.unit.heading, _stems(c.unit.heading))
+        tf = _stem_counts(c.text)
+        n = sum(tf.values()) or 1
+        bm = sum(
+            v * tf[s] * (K1 + 1) / (tf[s] + K1 * (1 - B + B * n / AVG_UNIT_WORDS))
+            for s, v in w.items()
+            if s in tf
+        )
+        s_roles = _roles(c.stems)
+        nb = [e5[j] for j in (i - 1, i + 1) if 0 <= j < len(cands) and cands[j].page is c.page]
+        c.features = {
+            "e5": float(e5[i]),
+            "e5_gap": float(e5[i] - e5.max()),
+            "minilm": float(ml[i]),
+            "minilm_gap": float(ml[i] - ml.max()),
+            "bm25": bm / ceiling if ceiling else 0.0,
+            "share": lexical[i],
+            "heading": sum(v for s, v in w.items() if s in head and s not in c.stems) / total,
+            "value_asked": float(query.value is not None),
+            "value_stated": float(query.value is not None and states(c.text, query.value.kind, c.unit.kind)),
+            "kinds_asked": float(bool(others)),
+            "other_stated": (
+                sum(states(c.text, k, c.unit.kind) for k in others) / len(others) if others else 0.0
+            ),
+            "role_match": len(q_roles & s_roles) / len(q_roles) if q_roles else 0.0,
+            "role_other": float(bool(q_roles) and bool(s_roles) and not (q_roles & s_roles)),
+            "exception_q": exc_q,
+            "exception_s": float(bool(_EXCEPTION_S.search(c.text))),
+            "neighbour": float(max(nb)) if nb else 0.0,
+            "page_rank": 1.0 / (c.order + 1),
+            "position": c.position / max(1, per_page[c.page.page] - 1),
+            "is_list": float(c.unit.kind in ("list", "item")),
+            "length": math.log(len(c.text)),
+            "numbers": float(states(c.text, "number")),
+        }
+
+
+def _spread(values: Any, keep: Sequence[int], n: int) -> np.ndarray:
+    """Cosines of the embedded units at their places, the least of them elsewhere."""
+    if values is None or not len(keep):
+        return np.zeros(n)
+    vals = np.asarray(values, dtype=np.float64)
+    out = np.full(n, float(vals.min()))
+    out[list(keep)] = vals
+    return out
+
+
+def _stem_counts(text: str) -> dict[str, int]:
+    from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
+
+    out: dict[str, int] = {}
+    for s in tokenize(text, TokenizerConfig(stopwords=True, stem=True)):
+        out[s] = out.get(s, 0) + 1
+    return out
+
+
+@dataclass(frozen=True)
+class QuoteModel:
+    """The fitted selector and the gate's thresholds (``quote_model.json``)."""
+
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    coef: tuple[float, ...]
+    intercept: float
+    t_support: float
+    t_quote: float
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def proba(self, rows: Sequence[Mapping[str, float]]) -> np.ndarray:
+        """P(states the answer) of feature dicts."""
+        if not rows:
+            return np.zeros(0)
+        x = np.array([[float(r[f]) for f in self.features] for r in rows])
+        z = (x - np.array(self.mean)) / np.array(self.scale)
+        return 1.0 / (1.0 + np.exp(-(z @ np.array(self.coef) + self.intercept)))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "features": list(self.features),
+            "mean": list(self.mean),
+            "scale": list(self.scale),
+            "coef": list(self.coef),
+            "intercept": self.intercept,
+            "t_support": self.t_support,
+            "t_quote": self.t_quote,
+            **dict(self.meta),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> QuoteModel:
+        keys = ("schema", "features", "mean", "scale", "coef", "intercept", "t_support", "t_quote")
+        return cls(
+            tuple(d["features"]),
+            tuple(d["mean"]),
+            tuple(d["scale"]),
+            tuple(d["coef"]),
+            float(d["intercept"]),
+            float(d["t_support"]),
+            float(d["t_quote"]),
+            {k: v for k, v in d.items() if k not in keys},
+        )
+
+
+@lru_cache(maxsize=1)
+def quote_model() -> QuoteModel | None:
+    """The shipped selector (None when the file is absent or of another schema)."""
+    try:
+        d = json.loads(resources.files("sourcepage.support").joinpath(MODEL_FILE).read_text("utf-8"))
+    except FileNotFoundError:
+        return None
+    return QuoteModel.from_dict(d) if d.get("schema") == SCHEMA else None
+
+
+def score(cands: Sequence[Candidate], model: QuoteModel | None) -> None:
+    """Set each candidate's ``p``: the model's P(states), or without a model the rule of
+    before the model: a unit answers when it states a fact of an asked kind and holds a
+    quarter of the question's (idf-weighted) words, its heading counting half — or, for a
+    question of no recognised kind, 40% of them; p = 0.5 + relevance / 2 when it answers,
+    relevance / 2 when not (so ``RULE_THRESHOLD`` 0.5 separates them)."""
+    if model is not None:
+        for c, p in zip(cands, model.proba([c.features for c in cands]), strict=True):
+            c.p = float(p)
+        return
+    for c in cands:
+        f = c.features
+        rel = min(1.0, f["share"] + 0.5 * f["heading"])
+        asked = f["value_asked"] or f["kinds_asked"]
+        stated = f["value_stated"] or f["other_stated"] > 0
+        answers = rel >= 0.25 and stated if asked else rel >= 0.4
+        c.p = (0.5 + rel / 2) if answers else rel / 2
