@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich import box
@@ -29,13 +29,18 @@ from sourcepage.cli._common import (
 
 def index(
     store: StoreOpt = Path(".store"),
-    version: Annotated[str, typer.Option(help="raw, cleaned, enriched or all.")] = "all",
+    version: Annotated[
+        str,
+        typer.Option(
+            help="raw, cleaned, enriched (comma-separated) or all. Default: raw, the version `search` reads."
+        ),
+    ] = "raw",
     method: Annotated[
         str | None,
         typer.Option(
             help=f"Comma-separated methods ({METHOD_GRAMMAR}); their base indexes are built. Default: "
-            "what `search` needs — bm25 and lsa on each version, dense on raw (when installed) and "
-            "the methods of a stored answer policy."
+            "what `search` needs — bm25 and lsa on each version, dense on raw (when installed), "
+            "the methods of a stored answer policy, and the sentence vectors of the answer policy."
         ),
     ] = None,
     ray: RayOpt = False,
@@ -119,7 +124,31 @@ def index(
                 f"{time.perf_counter() - t0:.2f}",
                 f"{index_size_bytes(path) / 1024:.0f} KiB",
             )
+        if method is None:
+            _sentence_tables(st, api.sentence_plan(versions), tick, t)
     out.print(t)
+
+
+def _sentence_tables(st: Any, versions: list[str], tick: Any, table: Table) -> None:
+    """Build the sentence vectors of the answer policy (``retrieval.sentvec``) on ``versions``."""
+    import time
+
+    from sourcepage.retrieval import sentvec
+    from sourcepage.retrieval.index import index_params, index_size_bytes
+
+    for v in versions:
+        label = f"sentence vectors ({v} text)"
+        tick(label, 0, 0)
+        t0 = time.perf_counter()
+        path = sentvec.build(st, v, progress=lambda d, n, label=label: tick(label, d, n))
+        tick(label, 1, 1)
+        table.add_row(
+            escape(v),
+            f"sentences:{sentvec.SENTENCE_MODEL}",
+            str(index_params(path)["sentences"]),
+            f"{time.perf_counter() - t0:.2f}",
+            f"{index_size_bytes(path) / 1024:.0f} KiB",
+        )
 
 
 def _highlight(passage: str, spans: list[tuple[int, int]], limit: int = 400) -> Text:

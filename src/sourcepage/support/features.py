@@ -176,27 +176,52 @@ SENTENCE_MODEL = "e5-small"
 
 
 def warm_sentence_model() -> None:
-    """Load the sentence encoder of the sent_* features now (seconds, once per process)."""
+    """Load the sentence encoder of the sent_* features now (once per process)."""
     from sourcepage.retrieval.dense import MODELS
 
     MODELS[SENTENCE_MODEL].warm()
 
 
+def sentence_vectors(searcher: Searcher, sentences: Sequence[str]) -> np.ndarray:
+    """e5-small vectors (n, 384, float32, normalised) of ``sentences``: read from the table
+    that ``sourcepage index`` stores with the index (``retrieval.sentvec``, memory-mapped;
+    every sentence of every chunk of the searched version), so a question encodes only
+    itself; a sentence the table lacks (a stale table, other text) is encoded, through the
+    store's embedding cache. The one way the decision and the quotes obtain sentence vectors."""
+    from sourcepage.retrieval.dense import MODELS, embed_passages
+
+    if not sentences:
+        return np.zeros((0, MODELS[SENTENCE_MODEL].dim), dtype=np.float32)
+    vecs, found = searcher.sentence_table().lookup(sentences) if searcher.sentence_table() else (None, None)
+    if found is not None and found.all():
+        return vecs
+    missing = [s for i, s in enumerate(sentences) if found is None or not found[i]]
+    st = searcher.store
+    new = embed_passages(MODELS[SENTENCE_MODEL], missing, st.cached_embeddings, st.cache_embeddings)
+    if vecs is None:
+        return new
+    vecs[~found] = new
+    return vecs
+
+
+def question_vector(question: str) -> np.ndarray:
+    """The e5-small query vector of ``question`` (with e5's ``query:`` prefix)."""
+    from sourcepage.retrieval.dense import MODELS
+
+    return MODELS[SENTENCE_MODEL].query(question)
+
+
 def sentence_similarities(
     searcher: Searcher, question: str, passages: Mapping[str, str]
 ) -> list[tuple[str, float]]:
-    """(sentence, cosine with the question) for every sentence of ``passages``
-    (embeddings cached in the store by sentence hash, so a repeated page costs nothing)."""
-    from sourcepage.retrieval.dense import MODELS, embed_passages
+    """(sentence, cosine with the question) for every sentence of ``passages``."""
     from sourcepage.text.sentences import split_sentences
 
     sents = sorted({s for text in passages.values() for s in split_sentences(text)})
     if not sents:
         return []
-    enc = MODELS[SENTENCE_MODEL]
-    st = searcher.store
-    vecs = embed_passages(enc, sents, st.cached_embeddings, st.cache_embeddings)
-    cos = (vecs.astype(np.float64) @ enc.query(question).astype(np.float64)).tolist()
+    vecs = sentence_vectors(searcher, sents)
+    cos = (vecs.astype(np.float64) @ question_vector(question).astype(np.float64)).tolist()
     return list(zip(sents, cos, strict=True))
 
 
