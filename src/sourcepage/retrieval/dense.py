@@ -97,7 +97,9 @@ def use_threads(n: int) -> None:
 def _minilm_onnx(precision: str, threads: int) -> Any:
     from sourcepage.retrieval.onnxmodel import OnnxEncoder, ensure_export
 
-    return OnnxEncoder(ensure_export(precision), threads)
+    enc = OnnxEncoder(ensure_export(precision), threads)
+    enc.warm()
+    return enc
 
 
 @lru_cache(maxsize=1)
