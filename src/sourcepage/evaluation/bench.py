@@ -342,7 +342,7 @@ def run_bench(
         from sourcepage.evaluation.startup import run_startup
 
         say("cold one-shot search and the web API")
-        startup = run_startup(store, queries, runs=min(repeats, 3))
+        startup = run_startup(store, queries, runs=min(repeats, 3), requests=min(1000, 50 * len(queries)))
     return {
         "machine": machine_info(),
         "settings": {

@@ -217,7 +217,8 @@ class OnnxEncoder:
                 opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             else:
                 model = self.path
-            self._sessions[threads] = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+            cpu = ["CPUExecutionProvider"]
+            self._sessions[threads] = ort.InferenceSession(str(model), opts, providers=cpu)
         return self._sessions[threads]
 
     def _run(self, sess: Any, texts: list[str]) -> np.ndarray:
