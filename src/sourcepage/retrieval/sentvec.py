@@ -17,9 +17,10 @@ published like an index (a temporary folder renamed, then ``CURRENT``). At quest
 no model call. A sentence it lacks (a stale table, a text that is no chunk sentence) is
 encoded as before, through the store's embedding cache.
 
-Encoding runs in worker processes, one OpenMP thread each (on 2 cores: 1.3x the rate of
-one process with two threads), in jobs of ``JOB_TEXTS`` sentences whose vectors go into
-the store's embedding cache as they come, so an interrupted build resumes.
+Encoding runs in worker processes, one OpenMP thread each (on 2 cores: 1.25x the rate of
+one process with two threads, measured under load), in jobs of ``JOB_TEXTS`` sentences
+whose vectors go into the store's embedding cache as they come, so an interrupted build
+resumes.
 """
 
 from __future__ import annotations
