@@ -59,6 +59,13 @@ def index(
             help="Processes that embed chunks and sentences (one thread each; default: one a core)."
         ),
     ] = 0,
+    sentences: Annotated[
+        bool,
+        typer.Option(
+            help="With the default plan, also encode every chunk sentence for the answer policy "
+            "(--no-sentences: a faster build; a search then encodes its top passages' sentences)."
+        ),
+    ] = True,
 ) -> None:
     """Build (atomically) the indexes of the given methods and text versions.
 
@@ -133,7 +140,7 @@ def index(
                 f"{time.perf_counter() - t0:.2f}",
                 f"{index_size_bytes(path) / 1024:.0f} KiB",
             )
-        if method is None:
+        if method is None and sentences:
             _sentence_tables(st, api.sentence_plan(versions), tick, t, workers)
     out.print(t)
 
