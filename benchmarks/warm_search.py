@@ -34,7 +34,8 @@ def main() -> None:
         cpu.append((time.process_time() - c0) * 1000)
     out = {"store": a.store, "n": len(qs), "load": os.getloadavg()}
     for name, xs in (("wall", wall), ("cpu", cpu)):
-        out.update({f"{name}_p50_ms": float(np.percentile(xs, 50)), f"{name}_p95_ms": float(np.percentile(xs, 95))})
+        out[f"{name}_p50_ms"] = float(np.percentile(xs, 50))
+        out[f"{name}_p95_ms"] = float(np.percentile(xs, 95))
     print(json.dumps(out))
 
 
