@@ -98,43 +98,8 @@ def export(precision: str, path: Path) -> Path:
     fp32 = tmp.with_name(tmp.name + ".fp32") if precision == "int8" else tmp
     bert = AutoModel.from_pretrained(str(package_dir()), attn_implementation="eager").eval()
 
-    class Pooled(torch.nn.Module):
-        """What sentence-transformers computes: mean of the token vectors under the mask, L2."""
-
-        def __init__(self, m: Any):
-            super().__init__()
-            self.m = m
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            h = self.m(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(h.dtype)
-            mean = (h * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(mean, p=2, dim=1)
-
-    ids = torch.ones((2, 16), dtype=torch.long)
-    axes = {0: "batch", 1: "tokens"}
-    import warnings
-
     try:
-        with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                Pooled(bert),
-                (ids, torch.ones_like(ids), torch.zeros_like(ids)),
-                str(fp32),
-                input_names=["input_ids", "attention_mask", "token_type_ids"],
-                output_names=["embedding"],
-                dynamic_axes={
-                    "input_ids": axes,
-                    "attention_mask": axes,
-                    "token_type_ids": axes,
-                    "embedding": {0: "batch"},
-                },
-                opset_version=17,
-                dynamo=False,
-            )
+        _trace(bert, fp32)
         if precision == "int8":
             import logging
 
@@ -167,6 +132,46 @@ def export(precision: str, path: Path) -> Path:
         for f in (tmp, fp32):
             f.unlink(missing_ok=True)
     return path
+
+
+def _trace(bert: Any, target: Path) -> None:
+    """Trace BERT + mean pooling + L2 (what sentence-transformers computes) into ``target``."""
+    import warnings
+
+    import torch
+
+    class Pooled(torch.nn.Module):
+        def __init__(self, m: Any):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            h = self.m(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(h.dtype)
+            mean = (h * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(mean, p=2, dim=1)
+
+    ids = torch.ones((2, 16), dtype=torch.long)
+    axes = {0: "batch", 1: "tokens"}
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            Pooled(bert),
+            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            str(target),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["embedding"],
+            dynamic_axes={
+                "input_ids": axes,
+                "attention_mask": axes,
+                "token_type_ids": axes,
+                "embedding": {0: "batch"},
+            },
+            opset_version=17,
+            dynamo=False,
+        )
 
 
 def _optimize(source: Path, target: Path) -> None:
