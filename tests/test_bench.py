@@ -64,6 +64,7 @@ def bench_json(safety_corpus: Path, tmp_path_factory: pytest.TempPathFactory) ->
     )
     assert result.exit_code == 0, result.output + repr(result.exception)
     assert "Extraction" in result.output and "query latency" in result.output
+    assert "Time to an answer" in result.output and "one-shot" in result.output
     return json.loads(out.read_text())
 
 
@@ -74,6 +75,17 @@ def test_every_section_present(bench_json: dict) -> None:
     assert m["python"] and m["platform"] and m["cpu_count"] >= 1
     assert m["packages"]["bm25s"] and m["packages"]["rank-bm25"] and m["packages"]["pypdf"]
     assert bench_json["settings"]["repeats"] == 1
+
+
+def test_time_to_an_answer_beside_the_figures_before(bench_json: dict) -> None:
+    """The cold one-shot search, the first web search after ready and the web API with the
+    default method and its decisions are measured, next to issue #24's figures."""
+    s = bench_json["startup"]
+    assert s["before"]["one_shot_s"] and s["before"]["web_requests_per_s"] > 0
+    o, w = s["one_shot"], s["web"]
+    assert 0 < o["min_s"] <= o["median_s"] <= o["max_s"] and o["timings_ms"]["decision"]
+    assert w["errors"] == 0 and w["requests"] == 50 * len(QUESTIONS) and w["requests_per_s"] > 0
+    assert w["first_search_ms"] > 0 and w["p50_ms"] <= w["p95_ms"]
 
 
 def test_extraction_numbers_positive(bench_json: dict) -> None:

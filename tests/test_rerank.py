@@ -39,10 +39,11 @@ def test_name_canonical_and_errors() -> None:
 
 def test_one_sentence_splitter() -> None:
     """The reranker, the features and the quotes split with the one function of text/."""
-    import sourcepage.retrieval.rerank as rr
+    import sourcepage.retrieval.sentvec as sv
     import sourcepage.support.answer as ans
 
-    assert rr.split_sentences is split_sentences and ans.split_sentences is split_sentences
+    # the reranker's units are sentvec.units, the stored sentence table's
+    assert sv.split_sentences is split_sentences and ans.split_sentences is split_sentences
 
 
 @pytest.mark.parametrize("base", ["bm25", "rrf:bm25+dense"])

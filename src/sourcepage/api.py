@@ -357,20 +357,48 @@ def search(
     return attach(store, out) if refer else out
 
 
-def step_lines(stream: Any = None) -> Callable[[str, int, int], None]:
+def step_lines(stream: Any = None, every: float = 10.0) -> Callable[[str, int, int], None]:
     """A ``progress(label, done, total)`` callback that writes one line when a step starts
-    and one when it ends, with its time (for Python callers: a long evaluation is never
-    silent; the CLI draws rich bars instead)."""
+    and one when it ends, with its time, and while a step runs a line at least every
+    ``every`` seconds (done/total when known), also when the step reports nothing (a
+    heartbeat thread): a long build in a log is never silent for long (the CLI draws rich
+    bars instead on a terminal)."""
     started: dict[str, float] = {}
+    state: dict[str, tuple[int, int]] = {}
+    last = [time.perf_counter()]
+    lock = threading.Lock()
+
+    def say(line: str) -> None:
+        print(line, file=stream or sys.stderr, flush=True)
+        last[0] = time.perf_counter()
+
+    def status(label: str) -> str:
+        done, total = state.get(label, (0, 0))
+        took = time.perf_counter() - started[label]
+        share = f"{done}/{total} ({100 * done / total:.0f}%), " if total else ""
+        return f"{label}: {share}{took:.0f} s"
+
+    def beat() -> None:
+        while True:
+            time.sleep(min(1.0, every / 4))
+            with lock:
+                running = [lab for lab, t in started.items() if t >= 0]
+                if running and time.perf_counter() - last[0] >= every:
+                    say(status(running[-1]))
 
     def tick(label: str, done: int, total: int) -> None:
-        out = stream or sys.stderr
-        if label not in started:
-            started[label] = time.perf_counter()
-            print(f"{label} …", file=out, flush=True)
-        if total and done >= total and started[label] >= 0:
-            print(f"{label}: done in {time.perf_counter() - started[label]:.1f} s", file=out, flush=True)
-            started[label] = -1.0
+        with lock:
+            if not started:
+                threading.Thread(target=beat, daemon=True, name="step-lines").start()
+            if label not in started:
+                started[label] = time.perf_counter()
+                say(f"{label} …")
+            state[label] = (done, total)
+            if total and done >= total and started[label] >= 0:
+                say(f"{label}: done in {time.perf_counter() - started[label]:.1f} s")
+                started[label] = -1.0
+            elif started[label] >= 0 and time.perf_counter() - last[0] >= every:
+                say(status(label))
 
     return tick
 
@@ -451,3 +479,14 @@ def index_plan(store: str | Path, versions: list[str]) -> list[tuple[str, str]]:
         if pol is not None:
             plan += [(v, b.name) for name in (pol.sparse, pol.semantic) for b in parse_method(name).needs()]
     return list(dict.fromkeys(plan))
+
+
+def sentence_plan(versions: list[str]) -> list[str]:
+    """The text versions whose sentence vectors (``retrieval.sentvec``) ``sourcepage index``
+    builds by default: every version indexed, when the sentence model is installed (the
+    answer policy reads them for any searched version)."""
+    from sourcepage.retrieval.dense import MODELS
+    from sourcepage.retrieval.methods import packages_installed
+    from sourcepage.retrieval.sentvec import SENTENCE_MODEL
+
+    return list(dict.fromkeys(versions)) if packages_installed(MODELS[SENTENCE_MODEL].packages) else []

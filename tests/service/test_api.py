@@ -424,7 +424,9 @@ def test_docs_are_served_offline(client: TestClient) -> None:
 
 
 def test_health(client: TestClient) -> None:
-    assert client.get("/health").json() == {"status": "ok", "documents": 4, "page_images": True}
+    """The served store is indexed: start-up loaded a default search's models (``ready``)."""
+    h = client.get("/health").json()
+    assert h == {"status": "ok", "ready": True, "documents": 4, "page_images": True}
 
 
 # --------------------------------------------------------------------------- web page

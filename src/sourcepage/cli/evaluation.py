@@ -232,7 +232,13 @@ def bench(
     seconds: Annotated[float, typer.Option(help="With --load and no --questions: how long.")] = 30.0,
     requests: Annotated[int, typer.Option(help="With --load --questions: searches in total.")] = 2000,
     workers: Annotated[int, typer.Option(help="With --load: server worker processes.")] = 2,
-    method: Annotated[str, typer.Option(help="With --load --questions: the method searched.")] = "bm25",
+    method: Annotated[
+        str, typer.Option(help="With --load --questions: the method searched (default: the default method).")
+    ] = "default",
+    service: Annotated[
+        bool,
+        typer.Option(help="Also time a cold one-shot search and the web API (--no-service: skip them)."),
+    ] = True,
     reingest: Annotated[
         Path | None,
         typer.Option(
@@ -271,7 +277,9 @@ def bench(
     --load, requests/s, latency and errors of the web service under concurrent clients."""
     if load:
         if questions is not None:
-            _bench_search_load(store, questions, method, workers, clients, requests, json_out)
+            from sourcepage.cli.bench_startup import bench_search_load
+
+            bench_search_load(store, questions, method, workers, clients, requests, json_out)
         else:
             from sourcepage.cli.bench_load import bench_load
 
@@ -290,7 +298,14 @@ def bench(
     from sourcepage.evaluation.bench import run_bench
 
     try:
-        r = run_bench(corpus, questions, store, repeats, progress=lambda s: err.print(f"[dim]timing {s}…[/]"))
+        r = run_bench(
+            corpus,
+            questions,
+            store,
+            repeats,
+            progress=lambda s: err.print(f"[dim]timing {s}…[/]"),
+            with_service=service,
+        )
     except (ValueError, OSError) as e:  # ManifestError and QuestionError among them
         fail(str(e))
     mach = r["machine"]
@@ -303,6 +318,10 @@ def bench(
     _print_extraction(r)
     _print_index_build(r)
     _print_query(r)
+    if r.get("startup"):
+        from sourcepage.cli.bench_startup import print_startup
+
+        print_startup(r["startup"])
     p = r["parity"]
     if p.get("installed", True):
         mark = "[green]ok[/]" if p["ok"] else "[bold red]MISMATCH[/]"
@@ -445,33 +464,3 @@ def _bench_scale(
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(r, indent=2) + "\n", encoding="utf-8")
         out.print(f"json: {json_out}", markup=False)
-
-
-def _bench_search_load(
-    store: Path,
-    questions: Path,
-    method: str,
-    workers: int,
-    clients: int,
-    requests: int,
-    json_out: Path | None,
-) -> None:
-    from sourcepage.evaluation.load import serve_and_load
-    from sourcepage.evaluation.questions import read_questions
-
-    try:
-        qs = [q.question for q in read_questions(questions)]
-        r = serve_and_load(store, qs, method, workers, clients, requests)
-    except (ValueError, OSError, RuntimeError) as e:
-        fail(str(e))
-    out.print(
-        f"POST /search {method} on {escape(str(store))}: {r['workers']} worker(s), {r['clients']} clients, "
-        f"{r['requests']} requests in {r['seconds']:.1f} s = [bold]{r['requests_per_s']:.0f} requests/s[/]; "
-        f"latency p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, "
-        f"max {r['max_ms']:.0f} ms; errors {r['errors']} {escape(str(r['error_examples']))}; "
-        f"server CPU {r['server_cpu_ms_per_request']:.2f} ms a request",
-        highlight=False,
-    )
-    if json_out:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(r, indent=2) + "\n", encoding="utf-8")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich import box
@@ -29,13 +30,18 @@ from sourcepage.cli._common import (
 
 def index(
     store: StoreOpt = Path(".store"),
-    version: Annotated[str, typer.Option(help="raw, cleaned, enriched or all.")] = "all",
+    version: Annotated[
+        str,
+        typer.Option(
+            help="raw, cleaned, enriched (comma-separated) or all. Default: raw, the version `search` reads."
+        ),
+    ] = "raw",
     method: Annotated[
         str | None,
         typer.Option(
             help=f"Comma-separated methods ({METHOD_GRAMMAR}); their base indexes are built. Default: "
-            "what `search` needs — bm25 and lsa on each version, dense on raw (when installed) and "
-            "the methods of a stored answer policy."
+            "what `search` needs — bm25 and lsa on each version, dense on raw (when installed), "
+            "the methods of a stored answer policy, and the sentence vectors of the answer policy."
         ),
     ] = None,
     ray: RayOpt = False,
@@ -47,6 +53,19 @@ def index(
             "exact (none) or ann (always)."
         ),
     ] = "auto",
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Processes that embed chunks and sentences (one thread each; default: one a core)."
+        ),
+    ] = 0,
+    sentences: Annotated[
+        bool,
+        typer.Option(
+            help="With the default plan, also encode every chunk sentence for the answer policy "
+            "(--no-sentences: a faster build; a search then encodes its top passages' sentences)."
+        ),
+    ] = True,
 ) -> None:
     """Build (atomically) the indexes of the given methods and text versions.
 
@@ -61,6 +80,7 @@ def index(
     from sourcepage.store.db import Store, StoreError
 
     versions = ["raw", "cleaned", "enriched"] if version == "all" else version.split(",")
+    workers = workers or os.cpu_count() or 1
     try:
         settings = IndexSettings(dense_search=dense_search)
         st = Store(store)
@@ -103,6 +123,7 @@ def index(
         return
     with progress() as prog:
         tick = ticker(prog)  # a bar a build on a terminal, else a line when it starts and ends
+        _embed_in_workers(st, plan, workers, tick)
         for v, m in plan:
             label = f"{m.name} index ({v} text)"
             tick(label, 0, 0)
@@ -119,7 +140,51 @@ def index(
                 f"{time.perf_counter() - t0:.2f}",
                 f"{index_size_bytes(path) / 1024:.0f} KiB",
             )
+        if method is None and sentences:
+            _sentence_tables(st, api.sentence_plan(versions), tick, t, workers)
     out.print(t)
+
+
+def _embed_in_workers(st: Any, plan: list[tuple[str, Any]], workers: int, tick: Any) -> None:
+    """Embed the chunks of each dense index of ``plan`` in ``workers`` processes of one
+    thread each, into the store's embedding cache, before the builds read them: on 2 cores
+    two one-thread workers outpace one process of two threads, whose threads wait on each
+    other when the machine is busy (README, "Speed")."""
+    from sourcepage.executor import ProcessPool
+    from sourcepage.retrieval.index import embed_through
+
+    dense = [(v, m) for v, m in plan if m.kind == "dense"]
+    if workers <= 1 or not dense:
+        return
+    with ProcessPool(workers) as pool:
+        for v, m in dense:
+            m.spec.encoder(m).warm()  # a missing ONNX export is made here once, not in every worker
+            label = f"{m.name} embeddings ({v} text, {workers} workers)"
+            tick(label, 0, 0)
+            embed_through(pool, st, [v], m, progress=lambda d, n, label=label: tick(label, d, n))
+            tick(label, 1, 1)
+
+
+def _sentence_tables(st: Any, versions: list[str], tick: Any, table: Table, workers: int) -> None:
+    """Build the sentence vectors of the answer policy (``retrieval.sentvec``) on ``versions``."""
+    import time
+
+    from sourcepage.retrieval import sentvec
+    from sourcepage.retrieval.index import index_params, index_size_bytes
+
+    for v in versions:
+        label = f"sentence vectors ({v} text)"
+        tick(label, 0, 0)
+        t0 = time.perf_counter()
+        path = sentvec.build(st, v, workers or None, progress=lambda d, n, label=label: tick(label, d, n))
+        tick(label, 1, 1)
+        table.add_row(
+            escape(v),
+            f"sentences:{sentvec.SENTENCE_MODEL}",
+            str(index_params(path)["sentences"]),
+            f"{time.perf_counter() - t0:.2f}",
+            f"{index_size_bytes(path) / 1024:.0f} KiB",
+        )
 
 
 def _highlight(passage: str, spans: list[tuple[int, int]], limit: int = 400) -> Text:

@@ -318,8 +318,10 @@ def run_bench(
     store: str | Path,
     repeats: int = 5,
     progress: Callable[[str], None] | None = None,
+    with_service: bool = True,
 ) -> dict[str, Any]:
-    """Every section, in one run: machine, extraction, chunks, index build, query, parity."""
+    """Every section, in one run: machine, extraction, chunks, index build, query, parity,
+    and (``with_service``) the cold one-shot search and the web API (``evaluation.startup``)."""
     from sourcepage.evaluation.questions import read_questions
 
     if repeats < 1:
@@ -337,6 +339,12 @@ def run_bench(
     query = bench_query(store, tokens, queries, repeats)
     say("parity")
     parity = bench_parity(tokens, queries)
+    startup = None
+    if with_service:
+        from sourcepage.evaluation.startup import run_startup
+
+        say("cold one-shot search and the web API")
+        startup = run_startup(store, queries, runs=min(repeats, 3), requests=min(1000, 50 * len(queries)))
     return {
         "machine": machine_info(),
         "settings": {
@@ -358,4 +366,5 @@ def run_bench(
         "index_build": index,
         "query": query,
         "parity": parity,
+        "startup": startup,
     }

@@ -140,6 +140,8 @@ def server_cpu_seconds(pid: int) -> float:
 
 
 def _wait_healthy(host: str, port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Until ``/health`` answers: the service answers only after its start-up loaded the
+    models of a default search (``service.app.warm``)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -177,6 +179,7 @@ def serve_and_load(
             log.seek(0)
             raise RuntimeError(f"{e}: {log.read().decode(errors='replace')[-2000:]}") from None
         bodies = [{"question": q, "method": method, "k": k} for q in questions]
+        first = search_load(host, port, bodies[:1], clients=1, requests=1)  # the first after ready
         warm = search_load(
             host, port, bodies, clients=max(1, workers), requests=len(bodies) * max(1, workers)
         )
@@ -198,6 +201,7 @@ def serve_and_load(
         "workers": workers,
         "questions": len(questions),
         "k": k,
+        "first_search_ms": first["max_ms"],
         "warm_up": {"requests": warm["requests"], "errors": warm["errors"]},
         **result,
     }

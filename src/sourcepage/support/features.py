@@ -175,17 +175,40 @@ SENTENCE_MODEL = "e5-small"
 
 
 def warm_sentence_model() -> None:
-    """Load the sentence encoder of the sent_* features now (seconds, once per process)."""
+    """Load the sentence encoder of the sent_* features now (once per process)."""
     from sourcepage.retrieval.dense import MODELS
 
     MODELS[SENTENCE_MODEL].warm()
 
 
+def sentence_vectors(searcher: Searcher, sentences: Sequence[str], model: str = SENTENCE_MODEL) -> np.ndarray:
+    """Vectors (n, dim, float32, normalised) of ``sentences`` under ``model``; e5-small's from the table
+    that ``sourcepage index`` stores with the index (``retrieval.sentvec``, memory-mapped;
+    every sentence of every chunk of the searched version), so a question encodes only
+    itself; a sentence the table lacks (a stale table, other text) is encoded, through the
+    store's embedding cache (other models: always so). The one way the decision and the
+    quotes obtain sentence vectors."""
+    from sourcepage.retrieval.dense import MODELS, embed_passages
+
+    if not sentences:
+        return np.zeros((0, MODELS[model].dim), dtype=np.float32)
+    table = searcher.sentence_table() if model == SENTENCE_MODEL else None
+    vecs, found = table.lookup(sentences) if table else (None, None)
+    if found is not None and found.all():
+        return vecs
+    missing = [s for i, s in enumerate(sentences) if found is None or not found[i]]
+    st = searcher.store
+    new = embed_passages(MODELS[model], missing, st.cached_embeddings, st.cache_embeddings)
+    if vecs is None:
+        return new
+    vecs[~found] = new
+    return vecs
+
+
 def sentence_similarities(
     searcher: Searcher, question: str, passages: Mapping[str, str]
 ) -> list[tuple[str, float]]:
-    """(sentence, cosine with the question) for every sentence of ``passages``
-    (embeddings cached in the store by sentence hash, so a repeated page costs nothing)."""
+    """(sentence, cosine with the question) for every sentence of ``passages``."""
     from sourcepage.text.sentences import split_sentences
 
     sents = sorted({s for text in passages.values() for s in split_sentences(text)})
@@ -213,16 +236,6 @@ def _query_vector(model: str, question: str) -> np.ndarray:
     from sourcepage.retrieval.dense import MODELS
 
     return MODELS[model].query(question).astype(np.float64)
-
-
-def sentence_vectors(searcher: Searcher, sentences: Sequence[str], model: str = SENTENCE_MODEL) -> np.ndarray:
-    """The (normalised) vectors of ``sentences`` under ``model``: every read of a sentence
-    vector goes through here (today: encoded on demand, cached in the store by sentence
-    hash), so where they come from can change in one place."""
-    from sourcepage.retrieval.dense import MODELS, embed_passages
-
-    st = searcher.store
-    return embed_passages(MODELS[model], list(sentences), st.cached_embeddings, st.cache_embeddings)
 
 
 def matrix(rows: Sequence[Mapping[str, float]], names: Sequence[str] = FEATURES) -> np.ndarray:

