@@ -10,7 +10,7 @@ where the corpus mirror is absent."""
 from __future__ import annotations
 
 import csv
-import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -39,7 +39,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh store of the lockout/tagout documents of ../shared/corpus (files linked, not copied)."""
+    """A fresh store of the lockout/tagout documents of ../shared/corpus (the PDFs copied: ingest refuses links out of pdf/)."""
     corpus = tmp_path_factory.mktemp("loto") / "corpus"
     (corpus / "pdf").mkdir(parents=True)
     with open(CORPUS / "manifest.csv", newline="", encoding="utf-8") as f:
@@ -52,7 +52,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         w.writeheader()
         w.writerows(rows)
     for r in rows:
-        os.symlink(CORPUS / "pdf" / r["file"], corpus / "pdf" / r["file"])
+        shutil.copyfile(CORPUS / "pdf" / r["file"], corpus / "pdf" / r["file"])
     path = tmp_path_factory.mktemp("loto_store") / "store"
     report = ingest(corpus, path)
     assert not report.failed and report.pages_extracted == 49
