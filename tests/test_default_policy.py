@@ -39,7 +39,8 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh store of the lockout/tagout documents of ../shared/corpus (the PDFs copied: ingest refuses links out of pdf/)."""
+    """A fresh store of the lockout/tagout documents of ../shared/corpus (the PDFs copied:
+    ingest refuses links out of pdf/)."""
     corpus = tmp_path_factory.mktemp("loto") / "corpus"
     (corpus / "pdf").mkdir(parents=True)
     with open(CORPUS / "manifest.csv", newline="", encoding="utf-8") as f:
