@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from sourcepage.corpus.pagelabels import citation
 from sourcepage.records import Hit, parse_page_id
 from sourcepage.retrieval import duplicates
 from sourcepage.retrieval.filters import Filters, check_filters
@@ -191,10 +192,13 @@ class SearchService:
     def _duplicate(self, h: Hit, similarity: float) -> dict[str, Any]:
         doc_id, n = parse_page_id(h.page_id)
         d = self.searcher.documents[doc_id]
+        label, ocr = self.searcher.store.page_marks(doc_id, n)
         return {
             "page": h.page_id,
             "doc_id": doc_id,
             "page_number": n,
+            "page_label": label,
+            "ocr_confidence": ocr,
             "rank": h.rank,
             "score": h.score,
             "similarity": similarity,
@@ -257,11 +261,15 @@ class SearchService:
         doc_id, n = parse_page_id(h.page_id)
         d = self.searcher.documents[doc_id]
         passage = self.searcher.passage(h.chunk_id)
+        label, ocr = self.searcher.store.page_marks(doc_id, n)
         return {
             "rank": h.rank,
             "page": h.page_id,
             "doc_id": doc_id,
             "page_number": n,
+            "page_label": label,
+            "citation": f"[{citation(doc_id, n, label)}]",
+            "ocr_confidence": ocr,
             "score": h.score,
             "chunk_id": h.chunk_id,
             "passage": passage,

@@ -35,6 +35,7 @@ from typing import Any
 from sourcepage.corpus.audit import audit_page, refresh_contents_flags
 from sourcepage.corpus.beir import BATCH_SIZE, BEIR_SETTINGS
 from sourcepage.corpus.extract import Extracted, ExtractionError
+from sourcepage.corpus.pagelabels import labels_from_text, refresh_page_labels
 from sourcepage.corpus.sources import BeirSource, Candidate, ManifestSource, Removed, Source
 from sourcepage.corpus.textfiles import extract_document
 from sourcepage.executor import Executor, LimitedPool
@@ -352,6 +353,7 @@ class _Loop:
     def run(self) -> None:
         st = self.st
         refresh_contents_flags(st)
+        refresh_page_labels(st)
         with st.transaction() as conn:
             for doc_id, kind, message in self.source.warnings():
                 self.warn(conn, doc_id, kind, message)
@@ -474,7 +476,12 @@ class _Loop:
             audits=audits,
             chunks=chunks,
             seconds=result.seconds,
+            ocr=result.ocr,
+            labels=result.labels or labels_from_text(result.texts),
         )
+        for notice in result.notices:
+            st.warn(conn, self.run_id, doc.doc_id, "ocr", notice)
+            self.report.note_warning("ocr", f"{doc.doc_id}: {notice}")
         if doc.pages and doc.pages.isdigit() and int(doc.pages) != len(result.texts):
             msg = f"manifest says {doc.pages} pages, the PDF has {len(result.texts)}"
             st.warn(conn, self.run_id, doc.doc_id, "pages", msg)

@@ -112,6 +112,8 @@ def page(page_id: str, db: DB) -> dict[str, Any]:
         "page": page_id,
         "doc_id": d.doc_id,
         "page_number": n,
+        "page_label": row["page_label"],
+        "ocr_confidence": row["ocr_confidence"],
         "pages_in_document": row["n_pages"],
         "document": d.as_dict(),
         "text": {"raw": row["raw"], "cleaned": row["cleaned"]},

@@ -127,7 +127,7 @@ def extract_answer(
             "text": u.text,
             "page": r["page"],
             "chunk_id": r.get("chunk_id", ""),
-            "citation": f"[{r['doc_id']} p.{r['page_number']}]",
+            "citation": r.get("citation") or f"[{r['doc_id']} p.{r['page_number']}]",
             "score": round(rel, 4),
             "answers": ok,
             "layout_risk": risk,
