@@ -312,7 +312,7 @@ def _audit_and_chunk(
     doc: Document, result: Extracted, settings: TextSettings
 ) -> tuple[list[Any], list[str], dict[str, Any]]:
     audits = [audit_page(t, la) for t, la in zip(result.texts, result.layouts, strict=True)]
-    cleaned, chunks = build_versions(doc, result.texts, settings)
+    cleaned, chunks = build_versions(doc, result.texts, settings, result.ordered)
     return audits, cleaned, chunks
 
 
@@ -445,7 +445,7 @@ class _Loop:
     def _rebuild(self, conn: Any, c: Candidate) -> None:
         """New text versions from the stored raw text (settings or metadata changed)."""
         raw = self.st.page_texts(c.doc.doc_id, "raw")
-        cleaned, chunks = build_versions(c.doc, raw, self.settings)
+        cleaned, chunks = build_versions(c.doc, raw, self.settings, self.st.ordered_texts(c.doc.doc_id))
         self.st.update_metadata(conn, c.doc)
         self.st.set_cleaned(conn, c.doc.doc_id, cleaned)
         self.st.write_chunks(conn, c.doc.doc_id, chunks)
@@ -478,6 +478,7 @@ class _Loop:
             seconds=result.seconds,
             ocr=result.ocr,
             labels=result.labels or labels_from_text(result.texts),
+            ordered=result.ordered,
         )
         for notice in result.notices:
             st.warn(conn, self.run_id, doc.doc_id, "ocr", notice)

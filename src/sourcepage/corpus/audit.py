@@ -102,7 +102,15 @@ AUDIT_FLAGS = (
     "multi_column_risk",
     "spacing_artifact",
     "contents_page",
+    "ocr",
 )
+
+
+def _flag(row: Mapping[str, Any], key: str) -> bool:
+    """One flag of a page row; ``ocr``: the page's text was read by OCR."""
+    if key == "ocr":
+        return row.get("ocr_confidence") is not None
+    return bool(row[key])
 
 
 @dataclass(frozen=True)
@@ -116,8 +124,9 @@ class AuditSummary:
 
 
 def page_flags(row: Mapping[str, Any]) -> list[str]:
-    """The flags (``AUDIT_FLAGS`` order) set on one page row of ``Store.page_rows``."""
-    return [k for k in AUDIT_FLAGS if row[k]]
+    """The flags (``AUDIT_FLAGS`` order) set on one page row of ``Store.page_rows``; an
+    OCR'd page's flag carries its mean confidence (``ocr 92%``)."""
+    return [f"ocr {row['ocr_confidence']:.0f}%" if k == "ocr" else k for k in AUDIT_FLAGS if _flag(row, k)]
 
 
 def summarize_audit(rows: Sequence[Mapping[str, Any]]) -> tuple[list[AuditSummary], AuditSummary]:
@@ -130,7 +139,7 @@ def summarize_audit(rows: Sequence[Mapping[str, Any]]) -> tuple[list[AuditSummar
             doc_id,
             len(rs),
             sum(r["chars"] for r in rs) / len(rs),
-            {k: sum(1 for r in rs if r[k]) for k in AUDIT_FLAGS},
+            {k: sum(1 for r in rs if _flag(r, k)) for k in AUDIT_FLAGS},
         )
         for doc_id, rs in by_doc.items()
     ]

@@ -17,6 +17,7 @@ from pathlib import Path
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
+from sourcepage.corpus.columns import reorder_columns
 from sourcepage.corpus.ocr import merge_text_layer, needs_ocr, ocr_page, tesseract_path
 from sourcepage.corpus.pagelabels import page_labels
 from sourcepage.limits import LimitExceeded
@@ -45,8 +46,9 @@ class PageLayout:
 class Extracted:
     """Per-page text and layout of one PDF, and the extraction time in seconds;
     ``ocr``: the mean OCR confidence (0–100) of each page read by OCR, None for the
-    others; ``labels``: each page's printed label ('' when unknown); ``notices``: what a
-    person should know about the extraction (pages that needed OCR it could not get)."""
+    others; ``labels``: each page's printed label ('' when unknown); ``ordered``: a
+    page's text in column order where the extraction ran its columns together;
+    ``notices``: what a person should know about the extraction (pages that needed OCR it could not get)."""
 
     texts: list[str]
     layouts: list[PageLayout]
@@ -54,6 +56,7 @@ class Extracted:
     ocr: list[float | None] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    ordered: list[str | None] = field(default_factory=list)
 
 
 def _layout(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage) -> PageLayout:
@@ -183,12 +186,14 @@ def extract_pdf(path: str | Path, engine: str = "pypdfium2", max_pages: int | No
         check_pages(n, max_pages)
         texts: list[str] = []
         layouts: list[PageLayout] = []
+        ordered: list[str | None] = []
         for i in range(n):
             page = pdf[i]
             tp = page.get_textpage()
             if engine == "pypdfium2":
                 texts.append(tp.get_text_range())
             layouts.append(_layout(page, tp))
+            ordered.append(column_order(page, tp, layouts[-1]))
             tp.close()
             page.close()
         if engine == "pypdf":
@@ -202,7 +207,19 @@ def extract_pdf(path: str | Path, engine: str = "pypdfium2", max_pages: int | No
         kind = "image-only" if any(la.images for la in layouts) else "text-less"
         why = "; ".join(notices) or "no OCR"
         raise ExtractionError(f"{kind} PDF: no extractable text on any of its {n} pages ({why})")
-    return Extracted(texts, layouts, time.perf_counter() - t0, ocr, labels, notices)
+    ordered = [None if c is not None else o for o, c in zip(ordered, ocr, strict=True)]
+    return Extracted(texts, layouts, time.perf_counter() - t0, ocr, labels, notices, ordered)
+
+
+def column_order(page: pdfium.PdfPage, tp: pdfium.PdfTextPage, layout: PageLayout) -> str | None:
+    """The page's text re-read column by column (``corpus.columns``) when the audit finds
+    its columns run together in the extracted text; None otherwise."""
+    from sourcepage.corpus.audit import interleaved_columns  # the audit imports this module
+
+    if not interleaved_columns(layout):
+        return None
+    text = reorder_columns(tp, page.get_size()[0])
+    return text.replace("\r\n", "\n").replace("\r", "\n") if text else None
 
 
 def read_scanned_pages(

@@ -146,16 +146,18 @@ class DocumentTables:
     def raw_pages(self, page_ids: list[str]) -> dict[str, tuple[str, bool]]:
         """page id → (raw text, columns interleaved in the text) of each of ``page_ids`` that
         the store holds (``multi_column_risk`` is 2 for interleaved columns, 1 for other
-        multi-column risks)."""
+        multi-column risks). Where the columns were re-read in order (``ordered``), that
+        text is given, and its columns are no longer interleaved."""
         out: dict[str, tuple[str, bool]] = {}
         for pid in page_ids:
             doc_id, _, n = pid.rpartition("#p")
             row = self.conn.execute(
-                "SELECT raw, multi_column_risk FROM pages WHERE doc_id=? AND page_no=?",
+                "SELECT COALESCE(ordered, raw), multi_column_risk = 2 AND ordered IS NULL"
+                " FROM pages WHERE doc_id=? AND page_no=?",
                 (doc_id, int(n) if n.isdigit() else -1),
             ).fetchone()
             if row:
-                out[pid] = (row[0], row[1] == 2)
+                out[pid] = (row[0], bool(row[1]))
         return out
 
     def page(self, doc_id: str, page_no: int) -> dict[str, Any] | None:
@@ -176,11 +178,13 @@ class DocumentTables:
         seconds: float,
         ocr: list[float | None] | None = None,
         labels: list[str] | None = None,
+        ordered: list[str | None] | None = None,
     ) -> None:
         """Replace one document's pages and chunks inside the caller's transaction,
         moving the previous version (if its checksum differs) into the history.
         ``ocr``: each page's mean OCR confidence (None: not OCR'd); ``labels``: each
-        page's printed label ('' unknown)."""
+        page's printed label ('' unknown); ``ordered``: a page's text in column order
+        where the raw text interleaves columns (None: the raw order stands)."""
         prev = conn.execute(
             "SELECT sha256, metadata, version, status FROM documents WHERE doc_id=?", (doc.doc_id,)
         ).fetchone()
@@ -204,10 +208,11 @@ class DocumentTables:
         conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc.doc_id,))
         ocr = ocr or [None] * len(raw)
         labels = labels or [""] * len(raw)
+        ordered = ordered or [None] * len(raw)
         conn.executemany(
             "INSERT INTO pages (doc_id, page_no, raw, cleaned, chars, images, low_text_100, low_text_300,"
-            " multi_column_risk, spacing_artifact, contents_page, ocr_confidence, page_label)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " multi_column_risk, spacing_artifact, contents_page, ocr_confidence, page_label, ordered)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (
                     doc.doc_id,
@@ -223,8 +228,11 @@ class DocumentTables:
                     int(a.contents_page),
                     o,
                     lab,
+                    od,
                 )
-                for i, (r, c, a, o, lab) in enumerate(zip(raw, cleaned, audits, ocr, labels, strict=True), 1)
+                for i, (r, c, a, o, lab, od) in enumerate(
+                    zip(raw, cleaned, audits, ocr, labels, ordered, strict=True), 1
+                )
             ],
         )
         self.write_chunks(conn, doc.doc_id, chunks)
@@ -279,6 +287,11 @@ class DocumentTables:
             "UPDATE pages SET cleaned=? WHERE doc_id=? AND page_no=?",
             [(text, doc_id, i) for i, text in enumerate(cleaned, 1)],
         )
+
+    def ordered_texts(self, doc_id: str) -> list[str | None]:
+        """Each page's text in column order, None where the raw text's order stands."""
+        rows = self.conn.execute("SELECT ordered FROM pages WHERE doc_id=? ORDER BY page_no", (doc_id,))
+        return [r[0] for r in rows.fetchall()]
 
     def page_marks(self, doc_id: str, page_no: int) -> tuple[str, float | None]:
         """(printed label, mean OCR confidence or None) of one page; ('', None) when the

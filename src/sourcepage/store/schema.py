@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS pages (
   chars INTEGER NOT NULL, images INTEGER NOT NULL, low_text_100 INTEGER NOT NULL,
   low_text_300 INTEGER NOT NULL, multi_column_risk INTEGER NOT NULL,
   spacing_artifact INTEGER NOT NULL, contents_page INTEGER NOT NULL DEFAULT 0,
-  ocr_confidence REAL, page_label TEXT NOT NULL DEFAULT '',
+  ocr_confidence REAL, page_label TEXT NOT NULL DEFAULT '', ordered TEXT,
   PRIMARY KEY (doc_id, page_no));
 CREATE TABLE IF NOT EXISTS chunks (
   version TEXT NOT NULL, chunk_id TEXT NOT NULL, doc_id TEXT NOT NULL, page_no INTEGER NOT NULL,
@@ -111,14 +111,18 @@ def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
 
 def _migrate_4_to_5(conn: sqlite3.Connection) -> None:
     """Schema 5 records per page the mean OCR confidence (NULL: the text was not read by
-    OCR) and the printed page label ('' unknown). Stores made before it have neither:
-    their labels are read from the stored text at the next ingest
-    (``Store.pages_needing_labels``); OCR needs the document re-extracted (--force)."""
+    OCR), the printed page label ('' unknown) and the text re-read column by column where
+    the extraction ran two columns together (NULL: the raw text's order stands). Stores
+    made before it have none of these: their labels are read from the stored text at the
+    next ingest (``Store.pages_needing_labels``); OCR and column order need the document
+    re-extracted (ingest --force)."""
     cols = {r[1] for r in conn.execute("PRAGMA table_info(pages)")}
     if "ocr_confidence" not in cols:
         conn.execute("ALTER TABLE pages ADD COLUMN ocr_confidence REAL")
     if "page_label" not in cols:
         conn.execute("ALTER TABLE pages ADD COLUMN page_label TEXT NOT NULL DEFAULT ''")
+    if "ordered" not in cols:
+        conn.execute("ALTER TABLE pages ADD COLUMN ordered TEXT")
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('page_labels_pending', '1')")
 
 
