@@ -40,6 +40,10 @@ __all__ = [
     "empty_file",
     "encrypted_pdf",
     "hyphenated_pdf",
+    "interleaved_pdf",
+    "numbered_pdf",
+    "page_labelled_pdf",
+    "rasterised_pdf",
     "image_only_pdf",
     "mixed_pdf",
     "safety_corpus",
@@ -754,5 +758,18 @@ def interleaved_pdf(path: str | Path, left: list[str], right: list[str], *, titl
                 canvas.drawString(MARGIN + j * (col_width + COLUMN_GAP), y, lines[i])
         y -= font_size * 1.3
     canvas.showPage()
+    canvas.save()
+    return out
+
+
+def page_labelled_pdf(path: str | Path, pages: list[str], ranges: list[tuple[int, str, int]]) -> Path:
+    """Text pages with PDF page labels (``/PageLabels``): each ``(first page index, style,
+    start)`` begins a range, style ``"ROMAN_LOWER"`` or ``"ARABIC"`` (reportlab's names)."""
+    canvas, out = _canvas(path)
+    for first, style, start in ranges:
+        canvas.addPageLabel(first, style=style, start=start)
+    for n, text in enumerate(pages, start=1):
+        _draw_text_page(canvas, text, 11, f"{out.name} page {n}")
+        canvas.showPage()
     canvas.save()
     return out
