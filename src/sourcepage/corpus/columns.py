@@ -23,6 +23,9 @@ GUTTER_ZONE = (0.3, 0.7)
 MAX_CROSSING = 0.15
 #: both columns must hold text on at least this share of the lines
 MIN_SIDE = 0.15
+#: the mean characters a column's lines must hold: shorter ones are table cells ("Yes No"),
+#: whose rows must not be torn apart
+MIN_SIDE_CHARS = 25
 #: characters whose baselines differ by at most this many points share a line
 LINE_TOLERANCE = 2.0
 
@@ -65,10 +68,13 @@ def _gutter(
     if best is None or best[0] > MAX_CROSSING * len(spans):
         return None
     x = best[1]
-    left = sum(1 for s in spans if any(b <= x for _, b in s))
-    right = sum(1 for s in spans if any(a >= x for a, _ in s))
-    if min(left, right) < MIN_SIDE * len(spans):
-        return None
+    left = [sum(1 for _, b in s if b <= x) for s in spans]
+    right = [sum(1 for a, _ in s if a >= x) for s in spans]
+    for side in (left, right):
+        held = [c for c in side if c]
+        # both sides must be running text: on many lines, and lines of prose, not table cells
+        if len(held) < MIN_SIDE * len(spans) or sum(held) / len(held) < MIN_SIDE_CHARS:
+            return None
     return x
 
 
