@@ -106,7 +106,7 @@ def test_schema_3_store_migrates_with_triggers(fresh_store: Path) -> None:
         conn.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
     st = Store(fresh_store)
     try:
-        assert st.get_meta("schema_version") == 4 and st.chunk_generation() == 0
+        assert st.get_meta("schema_version") == 5 and st.chunk_generation() == 0
         fp = st.chunk_fingerprint("raw")
         with st.transaction() as conn:
             conn.execute(
