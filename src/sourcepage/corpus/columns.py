@@ -53,9 +53,7 @@ def _gutter(
 ) -> float | None:
     """The x of a column gutter, or None: the point of the middle zone crossed by the
     fewest lines, when few lines cross it and both sides hold text on many lines."""
-    spans = [
-        [(boxes[i][0], boxes[i][2]) for i in line if not text[i].isspace()] for line in lines
-    ]
+    spans = [[(boxes[i][0], boxes[i][2]) for i in line if not text[i].isspace()] for line in lines]
     spans = [s for s in spans if s]
     if len(spans) < 6:
         return None

@@ -235,10 +235,14 @@ def read_scanned_pages(
     pages = ", ".join(str(i + 1) for i in todo[:10]) + (" …" if len(todo) > 10 else "")
     tesseract = tesseract_path()
     if tesseract is None:
-        return texts, ocr, [
-            f"{len(todo)} scanned page(s) (images, almost no text: p. {pages}) were not read: "
-            "tesseract is not installed (apt-get install tesseract-ocr, then ingest --force)"
-        ]
+        return (
+            texts,
+            ocr,
+            [
+                f"{len(todo)} scanned page(s) (images, almost no text: p. {pages}) were not read: "
+                "tesseract is not installed (apt-get install tesseract-ocr, then ingest --force)"
+            ],
+        )
     out, notices, unread = list(texts), [], []
     for i in todo:
         page = pdf[i]

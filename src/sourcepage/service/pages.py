@@ -169,6 +169,12 @@ def page_image(
 # --------------------------------------------------------------------------- HTML
 
 
+def _ocr_flag(row: dict) -> list[str]:
+    """The page view's audit flag of a page whose text was read by OCR."""
+    conf = row.get("ocr_confidence")
+    return [] if conf is None else [f"read by OCR ({conf:.0f}% confidence)"]
+
+
 def view_context(
     request: Request,
     db: Store,
@@ -217,7 +223,8 @@ def view_context(
             else label
             for key, label in AUDIT_FLAGS
             if row[key]
-        ],
+        ]
+        + _ocr_flag(row),
         "texts": texts,
         "version_shown": "cleaned" if p["version"] in ("cleaned", "enriched") else "raw",
         "image_url": f"/pages/{pid_q}/image?{urlencode(img)}",
