@@ -208,6 +208,7 @@ def test_interleaved_columns_are_reordered_for_the_cleaned_text_only(tmp_path: P
     ordered = ex.ordered[0]
     assert ordered is not None and ordered.split("\n")[:2] == ["Two Columns", left[0]]
     assert ordered.split("\n")[31:] == right
+    assert sorted(ordered.split()) == sorted(ex.texts[0].split())  # re-read, nothing lost
     doc = Document.from_dict({"doc_id": "i", "title": "T"})
     cleaned, chunks = build_versions(doc, ex.texts, ordered=ex.ordered)
     assert "line 30 about lockout devices right column 1 on" in cleaned[0]
