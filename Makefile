@@ -5,6 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BROWSER := $(VENV)/.browser
+OCR     := $(VENV)/.ocr
 CORPUS ?= ../shared/corpus
 OUT    ?= out/osha6
 export HF_HUB_OFFLINE := 1
@@ -27,9 +28,17 @@ $(BROWSER):
 		|| echo "chromium could not be installed: the browser tests will be skipped"; }
 	@touch $(BROWSER)
 
-install: $(STAMP)
+# Debian's tesseract reads scanned pages at ingest (corpus/ocr.py); without it a corpus
+# still ingests and the scanned pages are named in a warning
+$(OCR):
+	@command -v tesseract >/dev/null || { echo "installing Debian's tesseract-ocr for scanned pages…"; \
+		(apt-get update -qq && apt-get install -y -qq tesseract-ocr >/dev/null) \
+		|| echo "tesseract could not be installed: scanned pages get no text, the OCR test is skipped"; }
+	@touch $(OCR)
 
-test: $(STAMP) $(BROWSER)
+install: $(STAMP) $(OCR)
+
+test: $(STAMP) $(BROWSER) $(OCR)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

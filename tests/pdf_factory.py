@@ -40,6 +40,10 @@ __all__ = [
     "empty_file",
     "encrypted_pdf",
     "hyphenated_pdf",
+    "interleaved_pdf",
+    "numbered_pdf",
+    "page_labelled_pdf",
+    "rasterised_pdf",
     "image_only_pdf",
     "mixed_pdf",
     "safety_corpus",
@@ -682,3 +686,90 @@ def safety_corpus(corpus_dir: str | Path) -> Path:
         ],
     )
     return corpus
+
+
+# --------------------------------------------------------------------------- page text (#27)
+
+
+def rasterised_pdf(path: str | Path, text: str, *, dpi: int = 100, font_size: float = 16) -> Path:
+    """One scanned-looking page: ``text`` typeset by reportlab, rendered to a grey image
+    by PDFium at ``dpi``, and that image alone placed on the page (no text layer)."""
+    import pypdfium2 as pdfium
+
+    buf = io.BytesIO()
+    canvas = Canvas(buf, pagesize=LETTER, invariant=1)
+    _draw_text_page(canvas, text, font_size, "rasterised page")
+    canvas.showPage()
+    canvas.save()
+    pdf = pdfium.PdfDocument(buf.getvalue())
+    image = pdf[0].render(scale=dpi / 72, grayscale=True).to_pil()
+    png = io.BytesIO()
+    image.save(png, format="PNG")
+    canvas, out = _canvas(path)
+    canvas.drawImage(ImageReader(io.BytesIO(png.getvalue())), 0, 0, width=PAGE_WIDTH, height=PAGE_HEIGHT)
+    canvas.showPage()
+    canvas.save()
+    return out
+
+
+def numbered_pdf(
+    path: str | Path,
+    pages: list[str],
+    labels: list[str],
+    *,
+    header: str = "{label} Safety Guide",
+    footer: str | None = None,
+    font_size: float = 11,
+) -> Path:
+    """Pages whose printed numbers are ``labels`` (e.g. ``["", "i", "ii", "1", "2"]``; ''
+    prints none): ``header``/``footer`` templates with ``{label}`` and ``{total}`` (the
+    number of arabic-labelled pages), printed on every page with a label."""
+    if len(labels) != len(pages):
+        raise ValueError("one label per page")
+    total = sum(1 for lab in labels if lab.isdigit())
+    canvas, out = _canvas(path)
+    for n, (text, label) in enumerate(zip(pages, labels, strict=True), start=1):
+        if label:
+            _draw_header(canvas, n, header.format(label=label, total=total))
+            _draw_footer(canvas, n, footer.format(label=label, total=total) if footer else None)
+        _draw_text_page(canvas, text, font_size, f"{out.name} page {n}")
+        canvas.showPage()
+    canvas.save()
+    return out
+
+
+def interleaved_pdf(path: str | Path, left: list[str], right: list[str], *, title: str = "") -> Path:
+    """One two-column page whose content stream draws each left-column line and then the
+    right-column line at the same height (as many layout programs do), so that a text
+    extractor reading by lines runs the two columns together; ``title`` spans both
+    columns above them."""
+    canvas, out = _canvas(path)
+    col_width = (PAGE_WIDTH - 2 * MARGIN - COLUMN_GAP) / 2
+    font_size = 10.0
+    y = PAGE_HEIGHT - MARGIN
+    if title:
+        canvas.setFont(FONT, 14)
+        canvas.drawString(MARGIN, y, title)
+        y -= 28
+    canvas.setFont(FONT, font_size)
+    for i in range(max(len(left), len(right))):
+        for j, lines in enumerate((left, right)):
+            if i < len(lines):
+                canvas.drawString(MARGIN + j * (col_width + COLUMN_GAP), y, lines[i])
+        y -= font_size * 1.3
+    canvas.showPage()
+    canvas.save()
+    return out
+
+
+def page_labelled_pdf(path: str | Path, pages: list[str], ranges: list[tuple[int, str, int]]) -> Path:
+    """Text pages with PDF page labels (``/PageLabels``): each ``(first page index, style,
+    start)`` begins a range, style ``"ROMAN_LOWER"`` or ``"ARABIC"`` (reportlab's names)."""
+    canvas, out = _canvas(path)
+    for first, style, start in ranges:
+        canvas.addPageLabel(first, style=style, start=start)
+    for n, text in enumerate(pages, start=1):
+        _draw_text_page(canvas, text, 11, f"{out.name} page {n}")
+        canvas.showPage()
+    canvas.save()
+    return out

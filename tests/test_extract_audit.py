@@ -195,6 +195,7 @@ def test_summarize_audit_counts_flagged_pages_per_document() -> None:
         "multi_column_risk": 0,
         "spacing_artifact": 0,
         "contents_page": 0,
+        "ocr": 0,  # pages read by OCR (ocr_confidence set)
     }
     assert total.doc_id == "all" and total.pages == 3 and total.chars_per_page == pytest.approx(1300 / 3)
     assert total.counts["low_text_300"] == 2 and total.counts["contents_page"] == 1

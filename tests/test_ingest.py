@@ -290,7 +290,7 @@ def test_schema_1_store_is_migrated_with_contents_flags(fresh_store: Path) -> No
     from sourcepage.corpus.audit import refresh_contents_flags
 
     st = Store(fresh_store)
-    assert st.get_meta("schema_version") == SCHEMA_VERSION == 5  # through 2, 3 and 4, to the current one
+    assert st.get_meta("schema_version") == SCHEMA_VERSION == 6  # through 2, 3, 4 and 5, to the current one
     assert refresh_contents_flags(st) == 1  # what the next ingest does first
     assert refresh_contents_flags(st) == 0  # once
     flags = {(r["doc_id"], r["page_no"]): r["contents_page"] for r in st.page_rows()}
@@ -322,7 +322,7 @@ def test_schema_2_store_is_migrated_with_beir_ids(fresh_store: Path, with_beir_t
     _as_schema_2(fresh_store, rows if with_beir_table else None)
     st = Store(fresh_store)
     try:
-        assert st.get_meta("schema_version") == SCHEMA_VERSION == 5
+        assert st.get_meta("schema_version") == SCHEMA_VERSION == 6
         assert st.beir_id_map() == ({"doc-1-abcdef01": "Doc/1", "7": "7"} if with_beir_table else {})
         assert [d.doc_id for d in st.documents()] == DOCS  # the rest is untouched
     finally:

@@ -146,9 +146,17 @@ def test_whitespace_switch(loto_raw: list[str]) -> None:
 
 
 def test_all_cleaning_off_is_identity(loto_raw: list[str]) -> None:
-    off = CleanConfig(headers_footers=False, dehyphenate=False, whitespace=False)
+    off = CleanConfig(
+        headers_footers=False, dehyphenate=False, whitespace=False, glyphs=False, page_numbers=False
+    )
     assert clean_pages(loto_raw, off) == loto_raw
-    assert off.as_dict() == {"headers_footers": False, "dehyphenate": False, "whitespace": False}
+    assert off.as_dict() == {
+        "headers_footers": False,
+        "dehyphenate": False,
+        "whitespace": False,
+        "glyphs": False,
+        "page_numbers": False,
+    }
 
 
 # ----------------------------------------------------------------------------- split_spans

@@ -36,6 +36,7 @@ from typing import Any
 from sourcepage.corpus.audit import audit_page, refresh_contents_flags, unmapped_glyphs
 from sourcepage.corpus.beir import BATCH_SIZE, BEIR_SETTINGS
 from sourcepage.corpus.extract import Extracted, ExtractionError
+from sourcepage.corpus.pagelabels import labels_from_text, refresh_page_labels
 from sourcepage.corpus.sources import BeirSource, Candidate, ManifestSource, Removed, Source
 from sourcepage.corpus.structure import document_structure
 from sourcepage.corpus.textfiles import extract_document
@@ -314,7 +315,7 @@ def _audit_and_chunk(
     doc: Document, result: Extracted, settings: TextSettings
 ) -> tuple[list[Any], list[str], dict[str, Any], list[tuple[str, str, str]]]:
     audits = [audit_page(t, la) for t, la in zip(result.texts, result.layouts, strict=True)]
-    cleaned, chunks = build_versions(doc, result.texts, settings)
+    cleaned, chunks = build_versions(doc, result.texts, settings, result.ordered)
     pages = document_structure(result.texts, result.lines, result.toc, [a.contents_page for a in audits])
     rows = [(p.section, json.dumps(list(p.sections), ensure_ascii=False), p.kind) for p in pages]
     return audits, cleaned, chunks, rows
@@ -358,6 +359,7 @@ class _Loop:
         st = self.st
         refresh_contents_flags(st)
         self.force = self.force or st.structure_pending()  # schema 5: headings come from the PDFs
+        refresh_page_labels(st)
         with st.transaction() as conn:
             for doc_id, kind, message in self.source.warnings():
                 self.warn(conn, doc_id, kind, message)
@@ -450,7 +452,7 @@ class _Loop:
     def _rebuild(self, conn: Any, c: Candidate) -> None:
         """New text versions from the stored raw text (settings or metadata changed)."""
         raw = self.st.page_texts(c.doc.doc_id, "raw")
-        cleaned, chunks = build_versions(c.doc, raw, self.settings)
+        cleaned, chunks = build_versions(c.doc, raw, self.settings, self.st.ordered_texts(c.doc.doc_id))
         self.st.update_metadata(conn, c.doc)
         self.st.set_cleaned(conn, c.doc.doc_id, cleaned)
         self.st.write_chunks(conn, c.doc.doc_id, chunks)
@@ -490,6 +492,9 @@ class _Loop:
             audits=audits,
             chunks=chunks,
             seconds=result.seconds,
+            ocr=result.ocr,
+            labels=result.labels or labels_from_text(result.texts),
+            ordered=result.ordered,
         )
         st.set_structure(conn, doc.doc_id, pages)
         garbled = [n for n, t in enumerate(result.texts, 1) if unmapped_glyphs(t)]
@@ -498,6 +503,9 @@ class _Loop:
             msg = f"page(s) {shown}: mostly control or private-use characters (a font without a Unicode map)"
             st.warn(conn, self.run_id, doc.doc_id, "glyphs", msg)
             self.report.note_warning("glyphs", f"{doc.doc_id}: {msg}")
+        for notice in result.notices:
+            st.warn(conn, self.run_id, doc.doc_id, "ocr", notice)
+            self.report.note_warning("ocr", f"{doc.doc_id}: {notice}")
         if doc.pages and doc.pages.isdigit() and int(doc.pages) != len(result.texts):
             msg = f"manifest says {doc.pages} pages, the PDF has {len(result.texts)}"
             st.warn(conn, self.run_id, doc.doc_id, "pages", msg)

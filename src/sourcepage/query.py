@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sourcepage.corpus.pagelabels import citation
 from sourcepage.records import Document, Hit, parse_page_id
 from sourcepage.retrieval.routing import Route
 from sourcepage.retrieval.tokenize import content_terms, stem_terms, tokenize
@@ -117,6 +118,10 @@ class PageHit:
     #: the page's heading path and kind (corpus.structure; '' where unknown)
     section: str = ""
     page_kind: str = ""
+    #: the printed page number read from the page (corpus.pagelabels; '' unknown) and the
+    #: mean OCR confidence where the text was read by OCR (None: the PDF's text layer)
+    page_label: str = ""
+    ocr_confidence: float | None = None
 
     @property
     def page(self) -> str:
@@ -128,8 +133,9 @@ class PageHit:
 
     @property
     def citation(self) -> str:
-        """``[doc_id p.N]``, as quotes cite their page."""
-        return f"[{self.document.doc_id} p.{self.page_number}]"
+        """``[doc_id p. 8 (PDF p. 14)]`` with a printed label, else ``[doc_id p.N]``: as
+        quotes and results cite their page."""
+        return f"[{citation(self.document.doc_id, self.page_number, self.page_label)}]"
 
     def as_dict(self) -> dict[str, Any]:
         """The result's dict (spec §5), built at the edge (api, CLI, service)."""
@@ -139,6 +145,9 @@ class PageHit:
             "page": self.page,
             "doc_id": d.doc_id,
             "page_number": self.page_number,
+            "page_label": self.page_label,
+            "citation": self.citation,
+            "ocr_confidence": self.ocr_confidence,
             "score": self.hit.score,
             "chunk_id": self.hit.chunk_id,
             "passage": self.passage,

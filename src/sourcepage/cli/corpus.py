@@ -223,6 +223,7 @@ def audit(
         "multi-col",
         "spacing",
         "contents",
+        "ocr",
     ):
         t.add_column(col, justify="left" if col == "document" else "right", no_wrap=True)
     for d in docs:

@@ -357,7 +357,10 @@ def search(
         for q in ans["quotes"]:
             out.print(f"  \u201c{q['text']}\u201d {q['citation']}", highlight=False, markup=False)
     for r in res["results"][:3]:
-        out.print(Text(f"\n[{r['rank']}] {r['page']} ({r['chunk_id']})", style="bold"))
+        plabel = r.get("page_label") or ""
+        printed = f", printed p. {plabel}" if plabel and plabel != str(r["page_number"]) else ""
+        ocr = f", read by OCR {r['ocr_confidence']:.0f}%" if r.get("ocr_confidence") is not None else ""
+        out.print(Text(f"\n[{r['rank']}] {r['page']} ({r['chunk_id']}{printed}{ocr})", style="bold"))
         out.print(_highlight(r["passage"], [tuple(s) for s in r["highlights"]]))
 
 

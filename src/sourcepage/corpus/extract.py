@@ -19,6 +19,9 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from sourcepage.corpus import structure
+from sourcepage.corpus.columns import reorder_columns
+from sourcepage.corpus.ocr import merge_text_layer, needs_ocr, ocr_page, tesseract_path
+from sourcepage.corpus.pagelabels import page_labels
 from sourcepage.limits import LimitExceeded
 
 ENGINES = ("pypdfium2", "pypdf")
@@ -43,7 +46,11 @@ class PageLayout:
 
 @dataclass(frozen=True)
 class Extracted:
-    """Per-page text and layout of one PDF, and the extraction time in seconds."""
+    """Per-page text and layout of one PDF, and the extraction time in seconds;
+    ``ocr``: the mean OCR confidence (0–100) of each page read by OCR, None for the
+    others; ``labels``: each page's printed label ('' when unknown); ``ordered``: a
+    page's text in column order where the extraction ran its columns together;
+    ``notices``: what a person should know about the extraction (pages that needed OCR it could not get)."""
 
     texts: list[str]
     layouts: list[PageLayout]
@@ -55,6 +62,10 @@ class Extracted:
     #: corpus.structure (empty for text sources)
     toc: list[tuple[int, int, str]] = field(default_factory=list)
     lines: list[list[structure.Line]] | None = None
+    ocr: list[float | None] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    ordered: list[str | None] = field(default_factory=list)
 
 
 def _layout(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage) -> PageLayout:
@@ -179,13 +190,14 @@ def check_pages(n: int, max_pages: int | None) -> None:
 
 
 def extract_pdf(path: str | Path, engine: str = "pypdfium2", max_pages: int | None = None) -> Extracted:
-    """Extract every physical page of ``path``.
+    """Extract every physical page of ``path``; OCR its scanned pages (``corpus.ocr``) and
+    read its printed page labels (``corpus.pagelabels``).
 
     Raises ExtractionError for a corrupt, encrypted, empty (0 pages) or image-only
-    PDF (no text on any page; OCR is out of scope, study §3.2), LimitExceeded for a
-    PDF of more than ``max_pages`` pages (checked before any page is read).
-    Line ends are normalised to ``\\n``; nothing else is changed (that is the raw
-    text version).
+    PDF without readable text on any page (after OCR, when tesseract is installed),
+    LimitExceeded for a PDF of more than ``max_pages`` pages (checked before any page
+    is read). Line ends are normalised to ``\\n``; nothing else is changed (that is the
+    raw text version).
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown extraction engine {engine!r}; choose from {ENGINES}")
@@ -203,6 +215,7 @@ def extract_pdf(path: str | Path, engine: str = "pypdfium2", max_pages: int | No
         texts: list[str] = []
         layouts: list[PageLayout] = []
         toc, lines = structure.outline(pdf), []
+        ordered: list[str | None] = []
         for i in range(n):
             page = pdf[i]
             tp = page.get_textpage()
@@ -210,15 +223,74 @@ def extract_pdf(path: str | Path, engine: str = "pypdfium2", max_pages: int | No
                 texts.append(tp.get_text_range())
             layouts.append(_layout(page, tp))
             lines.append(structure.page_lines(tp))
+            ordered.append(column_order(page, tp, layouts[-1]))
             tp.close()
             page.close()
+        if engine == "pypdf":
+            texts = _pypdf_texts(data, n)
+        texts = [t.replace("\r\n", "\n").replace("\r", "\n") for t in texts]
+        texts, ocr, notices = read_scanned_pages(pdf, texts, layouts)
+        labels = page_labels(pdf, texts)
     finally:
         pdf.close()
-    if engine == "pypdf":
-        texts = _pypdf_texts(data, n)
-    texts = [t.replace("\r\n", "\n").replace("\r", "\n") for t in texts]
     if not any(t.strip() for t in texts):
         kind = "image-only" if any(la.images for la in layouts) else "text-less"
-        raise ExtractionError(f"{kind} PDF: no extractable text on any of its {n} pages (no OCR)")
+        why = "; ".join(notices) or "no OCR"
+        raise ExtractionError(f"{kind} PDF: no extractable text on any of its {n} pages ({why})")
+    ordered = [None if c is not None else o for o, c in zip(ordered, ocr, strict=True)]
     sha = hashlib.sha256(data).hexdigest()
-    return Extracted(texts, layouts, time.perf_counter() - t0, sha, toc, lines)
+    return Extracted(
+        texts, layouts, time.perf_counter() - t0, sha, toc, lines, ocr, labels, notices, ordered
+    )
+
+
+def column_order(page: pdfium.PdfPage, tp: pdfium.PdfTextPage, layout: PageLayout) -> str | None:
+    """The page's text re-read column by column (``corpus.columns``) when the audit finds
+    its columns run together in the extracted text; None otherwise."""
+    from sourcepage.corpus.audit import interleaved_columns  # the audit imports this module
+
+    if not interleaved_columns(layout):
+        return None
+    text = reorder_columns(tp, page.get_size()[0])
+    return text.replace("\r\n", "\n").replace("\r", "\n") if text else None
+
+
+def read_scanned_pages(
+    pdf: pdfium.PdfDocument, texts: list[str], layouts: list[PageLayout]
+) -> tuple[list[str], list[float | None], list[str]]:
+    """OCR every page that looks scanned (``ocr.needs_ocr``): its text becomes the OCR
+    text led by the text-layer lines OCR did not read. Returns the page texts, each
+    page's OCR confidence (None: not OCR'd) and notices (tesseract missing or failing)."""
+    todo = [i for i, (t, la) in enumerate(zip(texts, layouts, strict=True)) if needs_ocr(t, la.images)]
+    ocr: list[float | None] = [None] * len(texts)
+    if not todo:
+        return texts, ocr, []
+    pages = ", ".join(str(i + 1) for i in todo[:10]) + (" …" if len(todo) > 10 else "")
+    tesseract = tesseract_path()
+    if tesseract is None:
+        return (
+            texts,
+            ocr,
+            [
+                f"{len(todo)} scanned page(s) (images, almost no text: p. {pages}) were not read: "
+                "tesseract is not installed (apt-get install tesseract-ocr, then ingest --force)"
+            ],
+        )
+    out, notices, unread = list(texts), [], []
+    for i in todo:
+        page = pdf[i]
+        try:
+            read = ocr_page(page, tesseract)
+        except RuntimeError as e:
+            notices.append(f"OCR of p. {i + 1} failed: {e}")
+            continue
+        finally:
+            page.close()
+        if read.text.strip():
+            out[i] = merge_text_layer(texts[i], read.text)
+            ocr[i] = read.confidence
+        else:
+            unread.append(str(i + 1))
+    if unread:
+        notices.append(f"OCR read no text on p. {', '.join(unread)}")
+    return out, ocr, notices

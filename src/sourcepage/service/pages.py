@@ -114,6 +114,8 @@ def page(page_id: str, db: DB) -> dict[str, Any]:
         "page": page_id,
         "doc_id": d.doc_id,
         "page_number": n,
+        "page_label": row["page_label"],
+        "ocr_confidence": row["ocr_confidence"],
         "pages_in_document": row["n_pages"],
         "document": d.as_dict(),
         "text": {"raw": row["raw"], "cleaned": row["cleaned"]},
@@ -195,6 +197,12 @@ def _page_image(
 # --------------------------------------------------------------------------- HTML
 
 
+def _ocr_flag(row: dict) -> list[str]:
+    """The page view's audit flag of a page whose text was read by OCR."""
+    conf = row.get("ocr_confidence")
+    return [] if conf is None else [f"read by OCR ({conf:.0f}% confidence)"]
+
+
 def view_context(
     request: Request,
     db: Store,
@@ -243,7 +251,8 @@ def view_context(
             else label
             for key, label in AUDIT_FLAGS
             if row[key]
-        ],
+        ]
+        + _ocr_flag(row),
         "texts": texts,
         "version_shown": "cleaned" if p["version"] in ("cleaned", "enriched") else "raw",
         "image_url": f"/pages/{pid_q}/image?{urlencode(img)}",

@@ -124,7 +124,8 @@ class DocumentTables:
     def page_rows(self) -> list[dict[str, Any]]:
         cur = self.conn.execute(
             "SELECT p.doc_id, p.page_no, p.chars, p.images, p.low_text_100, p.low_text_300,"
-            " p.multi_column_risk, p.spacing_artifact, p.contents_page FROM pages p JOIN documents d"
+            " p.multi_column_risk, p.spacing_artifact, p.contents_page, p.ocr_confidence, p.page_label"
+            " FROM pages p JOIN documents d"
             " ON d.doc_id=p.doc_id AND d.status='ok' ORDER BY p.doc_id, p.page_no"
         )
         cols = [d[0] for d in cur.description]
@@ -166,16 +167,18 @@ class DocumentTables:
     def raw_pages(self, page_ids: list[str]) -> dict[str, tuple[str, bool]]:
         """page id → (raw text, columns interleaved in the text) of each of ``page_ids`` that
         the store holds (``multi_column_risk`` is 2 for interleaved columns, 1 for other
-        multi-column risks)."""
+        multi-column risks). Where the columns were re-read in order (``ordered``), that
+        text is given, and its columns are no longer interleaved."""
         out: dict[str, tuple[str, bool]] = {}
         for pid in page_ids:
             doc_id, _, n = pid.rpartition("#p")
             row = self.conn.execute(
-                "SELECT raw, multi_column_risk FROM pages WHERE doc_id=? AND page_no=?",
+                "SELECT COALESCE(ordered, raw), multi_column_risk = 2 AND ordered IS NULL"
+                " FROM pages WHERE doc_id=? AND page_no=?",
                 (doc_id, int(n) if n.isdigit() else -1),
             ).fetchone()
             if row:
-                out[pid] = (row[0], row[1] == 2)
+                out[pid] = (row[0], bool(row[1]))
         return out
 
     def page(self, doc_id: str, page_no: int) -> dict[str, Any] | None:
@@ -194,9 +197,15 @@ class DocumentTables:
         audits: list[PageAudit],
         chunks: dict[str, list[Chunk]],
         seconds: float,
+        ocr: list[float | None] | None = None,
+        labels: list[str] | None = None,
+        ordered: list[str | None] | None = None,
     ) -> None:
         """Replace one document's pages and chunks inside the caller's transaction,
-        moving the previous version (if its checksum differs) into the history."""
+        moving the previous version (if its checksum differs) into the history.
+        ``ocr``: each page's mean OCR confidence (None: not OCR'd); ``labels``: each
+        page's printed label ('' unknown); ``ordered``: a page's text in column order
+        where the raw text interleaves columns (None: the raw order stands)."""
         prev = conn.execute(
             "SELECT sha256, metadata, version, status FROM documents WHERE doc_id=?", (doc.doc_id,)
         ).fetchone()
@@ -218,9 +227,13 @@ class DocumentTables:
                 version = prev[2] + 1
         conn.execute("DELETE FROM pages WHERE doc_id=?", (doc.doc_id,))
         conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc.doc_id,))
+        ocr = ocr or [None] * len(raw)
+        labels = labels or [""] * len(raw)
+        ordered = ordered or [None] * len(raw)
         conn.executemany(
             "INSERT INTO pages (doc_id, page_no, raw, cleaned, chars, images, low_text_100, low_text_300,"
-            " multi_column_risk, spacing_artifact, contents_page) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            " multi_column_risk, spacing_artifact, contents_page, ocr_confidence, page_label, ordered)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (
                     doc.doc_id,
@@ -234,8 +247,13 @@ class DocumentTables:
                     2 if a.interleaved_columns else int(a.multi_column_risk),
                     int(a.spacing_artifact),
                     int(a.contents_page),
+                    o,
+                    lab,
+                    od,
                 )
-                for i, (r, c, a) in enumerate(zip(raw, cleaned, audits, strict=True), 1)
+                for i, (r, c, a, o, lab, od) in enumerate(
+                    zip(raw, cleaned, audits, ocr, labels, ordered, strict=True), 1
+                )
             ],
         )
         self.write_chunks(conn, doc.doc_id, chunks)
@@ -290,6 +308,47 @@ class DocumentTables:
             "UPDATE pages SET cleaned=? WHERE doc_id=? AND page_no=?",
             [(text, doc_id, i) for i, text in enumerate(cleaned, 1)],
         )
+
+    def ordered_texts(self, doc_id: str) -> list[str | None]:
+        """Each page's text in column order, None where the raw text's order stands."""
+        rows = self.conn.execute("SELECT ordered FROM pages WHERE doc_id=? ORDER BY page_no", (doc_id,))
+        return [r[0] for r in rows.fetchall()]
+
+    def page_marks(self, doc_id: str, page_no: int) -> tuple[str, float | None]:
+        """(printed label, mean OCR confidence or None) of one page; ('', None) when the
+        store does not hold it."""
+        row = self.conn.execute(
+            "SELECT page_label, ocr_confidence FROM pages WHERE doc_id=? AND page_no=?", (doc_id, page_no)
+        ).fetchone()
+        return (row[0], row[1]) if row else ("", None)
+
+    def page_labels(self, doc_id: str) -> list[str]:
+        """The printed label of each page of a document, in page order ('' unknown)."""
+        rows = self.conn.execute(
+            "SELECT page_label FROM pages WHERE doc_id=? ORDER BY page_no", (doc_id,)
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def pages_needing_labels(self) -> dict[str, list[str]]:
+        """doc_id → raw page texts, when a migration (schema 4 → 5) left the printed page
+        labels pending; {} otherwise."""
+        if self.get_meta("page_labels_pending") is None:
+            return {}
+        out: dict[str, list[str]] = {}
+        for d, raw in self.conn.execute("SELECT doc_id, raw FROM pages ORDER BY doc_id, page_no"):
+            out.setdefault(d, []).append(raw)
+        return out
+
+    def set_page_labels(self, labels: dict[str, list[str]]) -> None:
+        """Write the printed labels of whole documents (in one transaction) and clear the
+        pending mark."""
+        with self.conn:
+            for doc_id, labs in labels.items():
+                self.conn.executemany(
+                    "UPDATE pages SET page_label=? WHERE doc_id=? AND page_no=?",
+                    [(lab, doc_id, i) for i, lab in enumerate(labs, 1)],
+                )
+            self.conn.execute("DELETE FROM meta WHERE key='page_labels_pending'")
 
     def pages_needing_contents_flag(self) -> list[tuple[str, int, str]]:
         """(doc_id, page_no, raw) of every page when a migration left the contents-page flag

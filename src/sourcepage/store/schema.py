@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 DB_NAME = "store.sqlite"
 
 _BEIR_IDS = """CREATE TABLE IF NOT EXISTS beir_ids (
@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS pages (
   low_text_300 INTEGER NOT NULL, multi_column_risk INTEGER NOT NULL,
   spacing_artifact INTEGER NOT NULL, contents_page INTEGER NOT NULL DEFAULT 0,
   section TEXT NOT NULL DEFAULT '', sections TEXT NOT NULL DEFAULT '[]', page_kind TEXT NOT NULL DEFAULT '',
+  ocr_confidence REAL, page_label TEXT NOT NULL DEFAULT '', ordered TEXT,
   PRIMARY KEY (doc_id, page_no));
 CREATE TABLE IF NOT EXISTS chunks (
   version TEXT NOT NULL, chunk_id TEXT NOT NULL, doc_id TEXT NOT NULL, page_no INTEGER NOT NULL,
@@ -127,12 +128,30 @@ def _migrate_4_to_5(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('structure_pending', '1')")
 
 
+def _migrate_5_to_6(conn: sqlite3.Connection) -> None:
+    """Schema 6 records per page the mean OCR confidence (NULL: the text was not read by
+    OCR), the printed page label ('' unknown) and the text re-read column by column where
+    the extraction ran two columns together (NULL: the raw text's order stands). Stores
+    made before it have none of these: their labels are read from the stored text at the
+    next ingest (``Store.pages_needing_labels``); OCR and column order need the document
+    re-extracted (ingest --force)."""
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(pages)")}
+    if "ocr_confidence" not in cols:
+        conn.execute("ALTER TABLE pages ADD COLUMN ocr_confidence REAL")
+    if "page_label" not in cols:
+        conn.execute("ALTER TABLE pages ADD COLUMN page_label TEXT NOT NULL DEFAULT ''")
+    if "ordered" not in cols:
+        conn.execute("ALTER TABLE pages ADD COLUMN ordered TEXT")
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('page_labels_pending', '1')")
+
+
 #: migrations[n] upgrades a schema-n store to n+1, inside one transaction.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _migrate_1_to_2,
     2: _migrate_2_to_3,
     3: _migrate_3_to_4,
     4: _migrate_4_to_5,
+    5: _migrate_5_to_6,
 }
 
 

@@ -2,8 +2,9 @@
 
 Each operation is its own function and its own switch in ``CleanConfig`` so that
 ablations (study §4.6) can turn one off at a time. They run in a fixed order:
-header/footer removal (needs the original lines), dehyphenation (needs the line
-breaks), whitespace normalisation (removes them).
+glyph mapping (private-use bullets become "•" before lines are compared),
+header/footer removal (needs the original lines), "Page N of M" lines, dehyphenation
+(needs the line breaks), whitespace normalisation (removes them).
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ class CleanConfig:
     headers_footers: bool = True
     dehyphenate: bool = True
     whitespace: bool = True
+    glyphs: bool = True
+    page_numbers: bool = True
 
     def as_dict(self) -> dict[str, bool]:
         return asdict(self)
 
 
-def _line_key(line: str) -> str:
+def line_key(line: str) -> str:
     """A repeated header/footer ignoring page numbers and case: digits → '#'."""
     return re.sub(r"\d+", "#", re.sub(r"\s+", " ", line.strip().lower()))
 
@@ -42,7 +45,7 @@ def repeated_edge_lines(pages: list[str], edge: int = 2, min_share: float = 0.3)
     counts: Counter[str] = Counter()
     for text in pages:
         lines = [ln for ln in text.split("\n") if ln.strip()]
-        edges = {_line_key(ln) for ln in lines[:edge] + lines[-edge:] if len(ln.strip()) <= 100}
+        edges = {line_key(ln) for ln in lines[:edge] + lines[-edge:] if len(ln.strip()) <= 100}
         counts.update(edges)
     need = max(3, min_share * len(pages))
     return {k for k, c in counts.items() if c >= need and k.strip()}
@@ -59,9 +62,35 @@ def remove_headers_footers(pages: list[str], edge: int = 2) -> list[str]:
         nonempty = [i for i, ln in enumerate(lines) if ln.strip()]
         edge_idx = set(nonempty[:edge] + nonempty[-edge:])
         out.append(
-            "\n".join(ln for i, ln in enumerate(lines) if not (i in edge_idx and _line_key(ln) in keys))
+            "\n".join(ln for i, ln in enumerate(lines) if not (i in edge_idx and line_key(ln) in keys))
         )
     return out
+
+
+#: a character of Unicode's private-use area: symbol-font glyphs (Symbol, Wingdings) that
+#: PDFium cannot map, almost always list bullets (U+F0B7, U+F0A7, U+F02D, U+F0D8 …)
+_PRIVATE = "\ue000-\uf8ff"
+_PRIVATE_BULLET = re.compile(rf"(?:(?<=\s)|^)[{_PRIVATE}](?=[ \t]|$)", re.MULTILINE)
+_PRIVATE_ANY = re.compile(rf"[{_PRIVATE}]")
+
+
+def map_glyphs(text: str) -> str:
+    """Private-use glyphs standing alone (a bullet before an item) become "•", any other
+    is removed; soft hyphens (U+00AD) are removed: they only mark where a word may
+    break. PDFium's U+FFFE hyphen marker is left to ``dehyphenate``."""
+    text = _PRIVATE_BULLET.sub("•", text)
+    return _PRIVATE_ANY.sub("", text).replace("\u00ad", "")
+
+
+#: a "Page N of M" footer line, with the running title some documents put before it
+#: ("Code of Practice Page 47 of 72", "… November 2024 | Page 11 of 41")
+PAGE_OF = re.compile(r"^(?:.{0,100}?[\s|–-])?page\s+\d{1,4}\s+of\s+\d{1,4}$", re.IGNORECASE)
+
+
+def remove_page_numbers(text: str) -> str:
+    """Drop every line that is a "Page N of M" footer (wherever PDFium put it on the
+    page): it is furniture, and joined to the next line it starts a quoted sentence."""
+    return "\n".join(ln for ln in text.split("\n") if not PAGE_OF.match(ln.strip()))
 
 
 # "-" + line break (pypdf), or PDFium's U+FFFE marker for a hyphen it removed at a line end
@@ -102,8 +131,12 @@ def document_vocabulary(pages: list[str]) -> set[str]:
 def clean_pages(pages: list[str], config: CleanConfig = CleanConfig()) -> list[str]:
     """The cleaned version of one document's pages (same count and order)."""
     out = list(pages)
+    if config.glyphs:
+        out = [map_glyphs(t) for t in out]
     if config.headers_footers:
         out = remove_headers_footers(out)
+    if config.page_numbers:
+        out = [remove_page_numbers(t) for t in out]
     if config.dehyphenate:
         vocab = document_vocabulary(out)
         out = [dehyphenate(t, vocab) for t in out]

@@ -14,9 +14,10 @@ matched to a question through its heading.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
-from sourcepage.text.clean import dehyphenate, document_vocabulary
+from sourcepage.text.clean import PAGE_OF, dehyphenate, document_vocabulary, line_key, map_glyphs
 
 _SENT = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9•■(\"'])|\s*[•■]\s+")
 
@@ -88,11 +89,25 @@ def _line_kind(line: str, prev: str, prev_kind: str, nxt: str) -> str:
     return "body"
 
 
-def _blocks(raw: str) -> list[tuple[str, str]]:
+def _furniture(lines: list[str], furniture: Collection[str]) -> set[int]:
+    """Indexes of page furniture: "Page N of M" lines anywhere, and the lines among the
+    first and last two non-blank ones whose ``clean.line_key`` is a running header or
+    footer of the document (``furniture``, from ``clean.repeated_edge_lines``)."""
+    out = {i for i, ln in enumerate(lines) if ln and PAGE_OF.match(ln)}
+    if furniture:
+        nonblank = [i for i, ln in enumerate(lines) if ln]
+        out |= {i for i in nonblank[:2] + nonblank[-2:] if line_key(lines[i]) in furniture}
+    return out
+
+
+def _blocks(raw: str, furniture: Collection[str] = ()) -> list[tuple[str, str]]:
     """(heading, body text) blocks of a raw page: runs of body lines between non-body ones.
     A heading or question that wraps (its next line starts lower-case and ends the
-    heading) is one heading; a page with three or more contents lines has no blocks."""
-    lines = [ln.strip() for ln in raw.replace("\r\n", "\n").split("\n")]
+    heading) is one heading; a page with three or more contents lines has no blocks.
+    Private-use glyphs are mapped first (bullets become "•"); page furniture is no text."""
+    lines = [ln.strip() for ln in map_glyphs(raw.replace("\r\n", "\n")).split("\n")]
+    skip = _furniture(lines, furniture)
+    lines = ["" if i in skip else ln for i, ln in enumerate(lines)]
     kinds: list[str] = []
     prev, prev_kind = "", "blank"
     for i, ln in enumerate(lines):
@@ -157,15 +172,18 @@ def _units(flat: str, heading: str) -> list[Quotable]:
     return out
 
 
-def quotable(raw: str) -> list[Quotable]:
+def quotable(raw: str, furniture: Collection[str] = ()) -> list[Quotable]:
     """The quotable units of one page, in page order (see the module docstring): body
     sentences, list items of three words or more, and each sentence that ends in ':'
     joined with the items that follow it (whole items, up to ``MAX_QUOTE`` characters).
     Questions (text ending in '?'), captions, contents lines and fragments under five
-    words are never quotable."""
+    words are never quotable. Never in a unit: "Page N of M" lines, the document's
+    running headers and footers (``furniture``: ``clean.repeated_edge_lines`` of its
+    raw pages; without it only "Page N of M" lines are known), private-use glyphs
+    (bullets become "•"), soft hyphens and PDFium's U+FFFE hyphen marker."""
     vocab = document_vocabulary([raw])
     out: list[Quotable] = []
-    for heading, body in _blocks(raw):
+    for heading, body in _blocks(raw, furniture):
         flat = re.sub(r"\s+", " ", dehyphenate(body, vocab).replace("\ufffe", "-")).strip()
         units = _units(flat, heading)
         for i, u in enumerate(units):

@@ -89,10 +89,16 @@ def enrich(chunks: list[Chunk], doc: Document, fields: tuple[str, ...]) -> list[
 
 
 def build_versions(
-    doc: Document, raw_pages: list[str], settings: TextSettings = TextSettings()
+    doc: Document,
+    raw_pages: list[str],
+    settings: TextSettings = TextSettings(),
+    ordered: list[str | None] | None = None,
 ) -> tuple[list[str], dict[str, list[Chunk]]]:
-    """Cleaned page texts, and the chunks of every text version for one document."""
-    cleaned = clean_pages(raw_pages, settings.clean)
+    """Cleaned page texts, and the chunks of every text version for one document. The
+    cleaned text starts from ``ordered`` (a page's text in column order) where given:
+    the raw version keeps the extraction's order."""
+    source = [o or r for r, o in zip(raw_pages, ordered, strict=True)] if ordered else raw_pages
+    cleaned = clean_pages(source, settings.clean)
     raw_chunks = chunk_document(doc.doc_id, raw_pages, settings.chunk)
     clean_chunks = chunk_document(doc.doc_id, cleaned, settings.chunk)
     return cleaned, {
