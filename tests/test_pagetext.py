@@ -230,7 +230,7 @@ def test_store_keeps_labels_ocr_and_order_per_page(tmp_path: Path) -> None:
         assert conn.execute("SELECT COUNT(*) FROM pages WHERE ordered IS NOT NULL").fetchone()[0] == 0
 
 
-def test_schema_4_store_gains_labels_from_its_stored_text(tmp_path: Path) -> None:
+def test_schema_5_store_gains_labels_from_its_stored_text(tmp_path: Path) -> None:
     corpus = tmp_path / "c"
     labels = ["", "1", "2", "3", "4"]
     pf.numbered_pdf(corpus / "pdf" / "n.pdf", [f"Body {i} about ladders." for i in range(5)], labels)
@@ -239,7 +239,8 @@ def test_schema_4_store_gains_labels_from_its_stored_text(tmp_path: Path) -> Non
     with sqlite3.connect(tmp_path / "s" / "store.sqlite") as conn:
         for col in ("ocr_confidence", "page_label", "ordered"):
             conn.execute(f"ALTER TABLE pages DROP COLUMN {col}")
-        conn.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
+        # schema 5 (structure, already filled): the migration to 6 adds the label columns
+        conn.execute("UPDATE meta SET value='5' WHERE key='schema_version'")
     st = Store(tmp_path / "s")
     assert st.page_labels("n") == [""] * 5 and st.page_marks("n", 2) == ("", None)
     st.close()
