@@ -135,6 +135,19 @@ def _highlight(passage: str, spans: list[tuple[int, int]], limit: int = 400) -> 
     return text
 
 
+def _fields_line(r: dict) -> str:
+    """A hit's extra manifest fields on one line (``phase: structure · work package:
+    precast_tiltup, lifting · asset: 2O2Fr$t4X7Zf8NOew3FLOH <url>``); '' without any."""
+    from sourcepage.corpus.fields import FIELD_LABELS
+
+    urls = {a["asset_id"]: a["url"] for a in r.get("asset_links", [])}
+    parts = []
+    for name, values in r.get("fields", {}).items():
+        shown = [f"{v} <{urls[v]}>" if name == "asset_id" and v in urls else v for v in values]
+        parts.append(f"{FIELD_LABELS.get(name, name).lower()}: {', '.join(shown)}")
+    return " · ".join(parts)
+
+
 def _results_table(res: dict, version: str, question: str, width: int) -> Table:
     """The ranked pages; on a terminal under 120 columns only what identifies and dates a
     page (rank, page, score, title, jurisdiction, year), so no column is squeezed away."""
@@ -152,6 +165,8 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
     narrow = width < 120
     if narrow:  # one line a page, without borders
         fields = {c: f for c, f in fields.items() if c not in ("authority", "type", "role")}
+    elif any(r.get("fields") for r in res["results"]):  # construction fields, project records
+        fields["fields"] = "fields_text"
     t = Table(
         title=escape(f"{res['method']} · {version} · {question}"),
         title_justify="left",
@@ -161,10 +176,11 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
             else {}
         ),
     )
-    rows = [
-        {c: str({**r, "score": f"{r['score']:.4g}", "title": r["title"][:48]}[f]) for c, f in fields.items()}
+    shown = [
+        {**r, "score": f"{r['score']:.4g}", "title": r["title"][:48], "fields_text": _compact(r)}
         for r in res["results"]
     ]
+    rows = [{c: str(r[f]) for c, f in fields.items()} for r in shown]
     # the title takes what the other columns leave (rich would squeeze short columns to nothing)
     others = sum(max([len(c)] + [len(row[c]) for row in rows]) + 2 for c in fields if c != "title")
     for col in fields:
@@ -178,6 +194,11 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
     for row in rows:
         t.add_row(*(escape(v) for v in row.values()))
     return t
+
+
+def _compact(r: dict) -> str:
+    """A hit's fields for a table cell: ``phase=structure work_package=precast_tiltup;lifting``."""
+    return " ".join(f"{n}={';'.join(v)}" for n, v in r.get("fields", {}).items())
 
 
 def search(
@@ -255,4 +276,6 @@ def search(
             out.print(f"  \u201c{q['text']}\u201d {q['citation']}", highlight=False, markup=False)
     for r in res["results"][:3]:
         out.print(Text(f"\n[{r['rank']}] {r['page']} ({r['chunk_id']})", style="bold"))
+        if _fields_line(r):
+            out.print(Text(_fields_line(r), style="cyan"))
         out.print(_highlight(r["passage"], [tuple(s) for s in r["highlights"]]))

@@ -1,0 +1,196 @@
+"""Construction fields as provenance, and a user's project records searched with the guidance.
+
+The collection is two folders built with reportlab (``project_factory``): four records of two
+projects (SWMS, method statement, inspection record, lift plan) with project, project_type,
+phase, work_package, contractor and asset_id columns, and two guidance documents for every
+project and phase."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import project_factory as prj
+import pytest
+from typer.testing import CliRunner
+
+from sourcepage import api
+from sourcepage.cli import app
+from sourcepage.corpus.fields import (
+    asset_links,
+    check_asset_url,
+    document_fields,
+    field_choices,
+    field_matches,
+    field_values,
+)
+from sourcepage.corpus.manifest import read_manifest
+from sourcepage.ingest import ingest
+from sourcepage.records import Document
+
+TEMPLATE = "https://bim.example.com/viewer?guid={asset_id}"
+
+
+def _doc(**extra: str) -> Document:
+    return Document.from_dict({"doc_id": "d", "title": "T", "jurisdiction": "AU", **extra})
+
+
+def test_a_semicolon_list_is_a_list_and_matches_each_value() -> None:
+    d = _doc(phase="structure", work_package="precast_tiltup; lifting", bim_id="")
+    assert field_values(d, "work_package") == ["precast_tiltup", "lifting"]
+    assert field_values(d, "title") == ["T"]  # a core column is one value, never split
+    assert document_fields(d) == {"phase": ["structure"], "work_package": ["precast_tiltup", "lifting"]}
+    assert field_matches(d, "work_package", ["LIFTING"]) and field_matches(
+        d, "work_package", ["precast_tiltup"]
+    )
+    assert not field_matches(d, "work_package", ["precast_tiltup;lifting"])  # a value, not the cell
+    assert not field_matches(d, "work_package", ["formwork"])
+
+
+def test_all_and_any_apply_to_every_value_of_their_field() -> None:
+    guidance = _doc(phase="all", project_type="any", work_package="general")
+    assert field_matches(guidance, "phase", ["structure"]) and field_matches(
+        guidance, "project_type", ["civil"]
+    )
+    assert not field_matches(guidance, "work_package", ["lifting"])
+    assert not field_matches(_doc(title="all"), "title", ["x"])  # core columns have no wildcard
+
+
+def test_named_fields_come_first_then_the_others_by_name() -> None:
+    d = _doc(zeta="z", bim_id="B1", asset_id="A1", phase="design", project="p")
+    assert list(document_fields(d)) == ["project", "phase", "asset_id", "bim_id", "zeta"]
+    assert field_choices([d, _doc(phase="structure;design")], "phase") == ["design", "structure"]
+
+
+def test_asset_url_template_is_checked_and_ids_are_encoded() -> None:
+    assert check_asset_url("  ") == ""
+    for bad in (
+        "javascript:alert(1)//{asset_id}",
+        "https://x/viewer",
+        "https://x/{asset_id}/{asset_id}",
+        "https://x/{project}/{asset_id}",
+    ):
+        with pytest.raises(ValueError, match="asset URL"):
+            check_asset_url(bad)
+    links = asset_links({"asset_id": ["2O2Fr$t4X7Zf8NOew3FLOH", "A/1 b"]}, TEMPLATE)
+    assert links == [
+        {
+            "asset_id": "2O2Fr$t4X7Zf8NOew3FLOH",
+            "url": "https://bim.example.com/viewer?guid=2O2Fr%24t4X7Zf8NOew3FLOH",
+        },
+        {"asset_id": "A/1 b", "url": "https://bim.example.com/viewer?guid=A%2F1%20b"},
+    ]
+    assert asset_links({"asset_id": ["X"]}, "") == []
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("construction")
+    return prj.construction_guidance(root / "guidance"), prj.project_records(root / "project")
+
+
+@pytest.fixture(scope="module")
+def store(folders: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Guidance and project records ingested as one collection, asset links configured."""
+    st = tmp_path_factory.mktemp("construction_store") / "store"
+    rep = ingest(list(folders), st, workers=1)
+    assert not rep.failed and len(rep.extracted) == 6
+    assert api.set_asset_url(st, TEMPLATE) == TEMPLATE
+    return st
+
+
+def test_project_manifest_keeps_its_columns(folders: tuple[Path, Path]) -> None:
+    m = read_manifest(folders[1])
+    assert m.extra_columns == ("project", "project_type", "phase", "work_package", "contractor", "asset_id")
+    swms = m.documents[0]
+    assert document_fields(swms)["asset_id"] == ["2O2Fr$t4X7Zf8NOew3FLOH", "1hOSvn6df7F8_7GcBWlRGQ"]
+
+
+def _search(store: Path, question: str, **filters: str) -> dict:
+    return api.search(question, store, method="bm25", k=10, filters=filters or None)
+
+
+def test_every_hit_carries_its_fields_and_asset_links(store: Path) -> None:
+    res = _search(store, "lifting inserts of the tilt-up panel")
+    top = res["results"][0]
+    assert top["page"] == "rt-swms-precast-panels#p1"
+    assert top["fields"] == {
+        "project": ["riverside-tower"],
+        "project_type": ["commercial_building"],
+        "phase": ["structure"],
+        "work_package": ["precast_tiltup", "lifting"],
+        "contractor": ["Acme Precast Pty Ltd"],
+        "asset_id": ["2O2Fr$t4X7Zf8NOew3FLOH", "1hOSvn6df7F8_7GcBWlRGQ"],
+    }
+    assert top["asset_links"][0]["url"] == "https://bim.example.com/viewer?guid=2O2Fr%24t4X7Zf8NOew3FLOH"
+    assert top["extra"]["work_package"] == "precast_tiltup;lifting"  # the raw cell is kept as it was
+    guide = next(r for r in res["results"] if r["doc_id"].startswith("guide-"))
+    assert guide["fields"]["phase"] == ["all"] and guide["asset_links"] == []
+
+
+def test_records_and_guidance_are_searched_together_and_filtered(store: Path) -> None:
+    docs = {r["doc_id"] for r in _search(store, "guardrail scaffold tag midrail")["results"]}
+    assert {"guide-falls", "rt-scaffold-inspection"} <= docs
+    lifting = {
+        r["doc_id"] for r in _search(store, "crane lift panel girder", work_package="lifting")["results"]
+    }
+    assert lifting == {"rt-swms-precast-panels", "hb-crane-lift-plan"}
+    project = {
+        r["doc_id"]
+        for r in _search(store, "crane lift excavation scaffold", project="riverside-tower")["results"]
+    }
+    assert project == {"rt-swms-precast-panels", "rt-method-basement-dig", "rt-scaffold-inspection"}
+    asset = _search(store, "scaffold guardrail inspection", asset_id="SCAF-A-03")["results"]
+    assert {r["doc_id"] for r in asset} == {"rt-scaffold-inspection"}
+    by_guid = _search(store, "panel", asset_id="1hOSvn6df7F8_7GcBWlRGQ")["results"]
+    assert {r["doc_id"] for r in by_guid} == {"rt-swms-precast-panels"}
+    # phase=structure: the structure records and the guidance written for every phase
+    structure = {
+        r["doc_id"] for r in _search(store, "crane guardrail hazard panel", phase="structure")["results"]
+    }
+    assert structure == {"rt-swms-precast-panels", "hb-crane-lift-plan", "guide-falls", "guide-whs-risk"}
+
+
+def test_cli_shows_the_fields_and_the_asset_link(store: Path) -> None:
+    res = CliRunner().invoke(
+        app,
+        [
+            "search",
+            "lifting inserts tilt-up panel",
+            "--store",
+            str(store),
+            "--method",
+            "bm25",
+            "--filter",
+            "work_package=lifting",
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    hits = json.loads(res.stdout)["results"]
+    assert hits[0]["fields"]["work_package"] == ["precast_tiltup", "lifting"]
+    res = CliRunner().invoke(
+        app, ["search", "lifting inserts tilt-up panel", "--store", str(store), "--method", "bm25"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "work package: precast_tiltup, lifting" in res.output
+    assert "asset: 2O2Fr$t4X7Zf8NOew3FLOH <https://bim.example.com/viewer?guid=2O2Fr%24t4X7Zf8NOew3FLOH>" in (
+        " ".join(res.output.split())
+    )
+
+
+def test_ingest_refuses_a_bad_asset_url_before_any_work(folders: tuple[Path, Path], tmp_path: Path) -> None:
+    res = CliRunner().invoke(
+        app,
+        [
+            "ingest",
+            "--corpus",
+            str(folders[1]),
+            "--store",
+            str(tmp_path / "s"),
+            "--asset-url",
+            "ftp://x/{asset_id}",
+        ],
+    )
+    assert res.exit_code != 0 and "http:// or https://" in res.output
+    assert not (tmp_path / "s").exists()
