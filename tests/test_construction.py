@@ -194,3 +194,129 @@ def test_ingest_refuses_a_bad_asset_url_before_any_work(folders: tuple[Path, Pat
     )
     assert res.exit_code != 0 and "http:// or https://" in res.output
     assert not (tmp_path / "s").exists()
+
+
+def test_web_api_and_page_show_fields_facets_and_asset_links(store: Path) -> None:
+    from service_client import LocalClient
+
+    from sourcepage.retrieval.index import build_indexes
+    from sourcepage.service.app import create_app
+
+    build_indexes(store, ["raw"], ["bm25"])  # the service never builds one
+    with LocalClient(create_app(store)) as c:
+        body = {
+            "question": "lifting inserts tilt-up panel",
+            "method": "bm25",
+            "filters": {"asset_id": "CR-02"},
+        }
+        hits = c.post("/search", json=body).json()["results"]
+        assert [h["doc_id"] for h in hits] == ["hb-crane-lift-plan"]
+        assert hits[0]["fields"]["project"] == ["harbour-bridge"]
+        assert hits[0]["asset_links"] == [
+            {"asset_id": "CR-02", "url": "https://bim.example.com/viewer?guid=CR-02"}
+        ]
+        page = c.get(
+            "/", params={"q": "lifting inserts tilt-up panel", "method": "bm25", "work_package": "lifting"}
+        )
+        assert page.status_code == 200, page.text
+        html = page.text
+        assert 'href="https://bim.example.com/viewer?guid=2O2Fr%24t4X7Zf8NOew3FLOH"' in html
+        assert '<span class="field-name">Work package</span> precast tiltup' in html
+        assert '<select name="work_package">' in html and '<option value="lifting" selected>' in html
+        assert '<select name="project">' in html and '<option value="harbour-bridge"' in html
+        assert "rt-method-basement-dig" not in html  # filtered out: excavation only
+
+
+PROJECT_QUESTIONS = [
+    (
+        "P1",
+        "What must the crew check on the lifting inserts before a tilt-up panel lift?",
+        "rt-swms-precast-panels#p1",
+        "structure",
+        "precast_tiltup;lifting",
+    ),
+    (
+        "P2",
+        "How large is the exclusion zone below a panel lift?",
+        "rt-swms-precast-panels#p2",
+        "structure",
+        "lifting",
+    ),
+    (
+        "P3",
+        "What trench shoring is used in the basement excavation?",
+        "rt-method-basement-dig#p1",
+        "groundworks",
+        "excavation",
+    ),
+    (
+        "P4",
+        "What duty load is the scaffold bay rated for?",
+        "rt-scaffold-inspection#p1",
+        "envelope",
+        ["scaffolding"],
+    ),
+]
+
+
+def test_eval_report_has_tables_by_phase_and_work_package(folders: tuple[Path, Path], tmp_path: Path) -> None:
+    from sourcepage.evaluation.experiment import Design, run_experiment
+
+    qs = [
+        {
+            "id": i,
+            "question": q,
+            "topic": "construction",
+            "type": "direct",
+            "answerability": "answerable",
+            "phase": ph,
+            "work_package": wp,
+            "evidence": [{"page": page, "grade": 2, "excerpt": "x"}],
+        }
+        for i, q, page, ph, wp in PROJECT_QUESTIONS
+    ]
+    qs.append(
+        {
+            "id": "U1",
+            "question": "What is the noise limit for piling rigs?",
+            "topic": "construction",
+            "type": "direct",
+            "answerability": "unsupported",
+            "phase": "groundworks",
+            "work_package": "piling",
+        }
+    )
+    qs.append(
+        {
+            "id": "O1",
+            "question": "How long should sourdough proof?",
+            "topic": "none",
+            "type": "direct",
+            "answerability": "out_of_domain",
+        }
+    )
+    path = tmp_path / "questions.jsonl"
+    path.write_text("\n".join(json.dumps(q) for q in qs) + "\n")
+    out = tmp_path / "out"
+    run_experiment(folders[1], path, out, design=Design(blocks=[(["raw"], ["bm25"])], bootstrap=200))
+    rows = {
+        r["question_id"]: r for r in map(json.loads, (out / "per_question.jsonl").read_text().splitlines())
+    }
+    assert rows["P1"]["work_package"] == ["precast_tiltup", "lifting"] and rows["P4"]["phase"] == ["envelope"]
+    assert "phase" not in rows["O1"]
+    report = (out / "report.md").read_text()
+    table = report.split("## By project phase")[1].split("\n## ")[0]
+    lines = [x for x in table.splitlines() if x.startswith("| ")]
+    assert lines[0] == "| version | method | envelope | groundworks | structure |"
+    structure = [rows[q] for q in ("P1", "P2")]
+    h3 = sum(r["hit@3"] for r in structure) / 2
+    rr = sum(r["mrr"] for r in structure) / 2
+    assert lines[1].endswith(f"| {h3:.2f} / {rr:.2f} (2) |")
+    assert lines[2] == "|  | unsupported / out-of-domain | 0 / 0 | 1 / 0 | 0 / 0 |"
+    wp = report.split("## By work package")[1].split("\n## ")[0]
+    assert "| excavation | lifting | piling | precast_tiltup | scaffolding |" in wp
+    run = next(x for x in wp.splitlines() if x.startswith("| raw | bm25 |"))
+    names = ["excavation", "lifting", "piling", "precast_tiltup", "scaffolding"]
+    cells = dict(zip(names, [c.strip() for c in run.strip("|").split("|")][2:], strict=True))
+    assert cells["lifting"].endswith("(2)") and cells["precast_tiltup"].endswith("(1)")
+    assert cells["piling"] == "–"  # an unsupported question only

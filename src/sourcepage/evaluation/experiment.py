@@ -27,6 +27,7 @@ from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
 from sourcepage.evaluation.answerability import evaluate_support
 from sourcepage.evaluation.answerability import figure as support_figure
+from sourcepage.evaluation.by_field import question_fields
 from sourcepage.evaluation.questions import read_questions, require_answerable
 from sourcepage.evaluation.relevance import Qrels, Run, RunHit
 from sourcepage.evaluation.runner import (
@@ -327,6 +328,7 @@ class QuestionsBenchmark(Benchmark):
             # the jurisdictions the question names (intl20's names_jurisdiction), for the
             # per-jurisdiction tables; "none named" otherwise
             "named_jurisdiction": "+".join(q.extra.get("names_jurisdiction") or []) or "none named",
+            **question_fields(q),  # phase, work_package, project_type (construction sets), as lists
             "top_score": None if math.isinf(top) else top,
             "margin": margin,
             "top_page": hits[0].page if hits else None,

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sourcepage.evaluation.by_field import field_tables
 from sourcepage.evaluation.summary import FUSION_MARK, glossary, is_fusion, quotes_section, summary_lines
 from sourcepage.records import Question
 from sourcepage.store.files import write_text
@@ -240,6 +241,12 @@ def write_report(
                 ],
             )
         )
+    for title, head, rows in field_tables(per_q, runs):  # construction question sets
+        parts.append(
+            f"\n## By {title}: Hit@3 / MRR (n answerable)\n\nEach question counts in every {title} "
+            "it lists; the last row counts the unsupported / out-of-domain questions.\n\n"
+        )
+        parts.append(_table(head, rows))
     if support and support["versions"]:
         parts.append(support_section(support))
         parts.append(quotes_section(support))
