@@ -275,6 +275,8 @@ def test_eval_report_has_tables_by_phase_and_work_package(folders: tuple[Path, P
         }
         for i, q, page, ph, wp in PROJECT_QUESTIONS
     ]
+    qs[0]["names_jurisdiction"] = "AU;US"  # a ;-list string, as the construction set writes it
+    qs[1]["names_jurisdiction"] = ["AU"]  # a JSON list, as intl20 does
     qs.append(
         {
             "id": "U1",
@@ -304,6 +306,7 @@ def test_eval_report_has_tables_by_phase_and_work_package(folders: tuple[Path, P
     }
     assert rows["P1"]["work_package"] == ["precast_tiltup", "lifting"] and rows["P4"]["phase"] == ["envelope"]
     assert "phase" not in rows["O1"]
+    assert rows["P1"]["named_jurisdiction"] == "AU+US" and rows["P2"]["named_jurisdiction"] == "AU"
     report = (out / "report.md").read_text()
     table = report.split("## By project phase")[1].split("\n## ")[0]
     lines = [x for x in table.splitlines() if x.startswith("| ")]
