@@ -221,7 +221,9 @@ def test_web_api_and_page_show_fields_facets_and_asset_links(store: Path) -> Non
         assert page.status_code == 200, page.text
         html = page.text
         assert 'href="https://bim.example.com/viewer?guid=2O2Fr%24t4X7Zf8NOew3FLOH"' in html
-        assert '<span class="field-name">Work package</span> precast tiltup' in html
+        assert '<span class="field-name">Work package</span> precast tiltup, lifting</span>' in " ".join(
+            html.split()
+        )
         assert '<select name="work_package">' in html and '<option value="lifting" selected>' in html
         assert '<select name="project">' in html and '<option value="harbour-bridge"' in html
         assert "rt-method-basement-dig" not in html  # filtered out: excavation only

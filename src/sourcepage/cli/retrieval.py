@@ -148,6 +148,13 @@ def _fields_line(r: dict) -> str:
     return " · ".join(parts)
 
 
+def _table_fields(fields: dict[str, list[str]]) -> str:
+    """What the results table shows of a hit's fields, under its title: phase, work package
+    and project (``phase=structure work_package=precast_tiltup,lifting``); the top passages
+    below the table and ``--json`` show every field."""
+    return " ".join(f"{n}={','.join(fields[n])}" for n in ("phase", "work_package", "project") if n in fields)
+
+
 def _results_table(res: dict, version: str, question: str, width: int) -> Table:
     """The ranked pages; on a terminal under 120 columns only what identifies and dates a
     page (rank, page, score, title, jurisdiction, year), so no column is squeezed away."""
@@ -165,8 +172,6 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
     narrow = width < 120
     if narrow:  # one line a page, without borders
         fields = {c: f for c, f in fields.items() if c not in ("authority", "type", "role")}
-    elif any(r.get("fields") for r in res["results"]):  # construction fields, project records
-        fields["fields"] = "fields_text"
     t = Table(
         title=escape(f"{res['method']} · {version} · {question}"),
         title_justify="left",
@@ -176,11 +181,10 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
             else {}
         ),
     )
-    shown = [
-        {**r, "score": f"{r['score']:.4g}", "title": r["title"][:48], "fields_text": _compact(r)}
+    rows = [
+        {c: str({**r, "score": f"{r['score']:.4g}", "title": r["title"][:48]}[f]) for c, f in fields.items()}
         for r in res["results"]
     ]
-    rows = [{c: str(r[f]) for c, f in fields.items()} for r in shown]
     # the title takes what the other columns leave (rich would squeeze short columns to nothing)
     others = sum(max([len(c)] + [len(row[c]) for row in rows]) + 2 for c in fields if c != "title")
     for col in fields:
@@ -191,14 +195,13 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
             justify="right" if col in ("rank", "score") else "left",
             max_width=max(10, width - others - 4) if narrow and col == "title" else None,
         )
-    for row in rows:
-        t.add_row(*(escape(v) for v in row.values()))
+    for row, r in zip(rows, res["results"], strict=True):
+        cells: list[str | Text] = [escape(v) for v in row.values()]
+        if _table_fields(r.get("fields", {})):  # phase, work package, project under the title
+            i = list(fields).index("title")
+            cells[i] = Text(row["title"]).append("\n" + _table_fields(r["fields"]), style="cyan")
+        t.add_row(*cells)
     return t
-
-
-def _compact(r: dict) -> str:
-    """A hit's fields for a table cell: ``phase=structure work_package=precast_tiltup;lifting``."""
-    return " ".join(f"{n}={';'.join(v)}" for n, v in r.get("fields", {}).items())
 
 
 def search(
