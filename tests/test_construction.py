@@ -227,6 +227,11 @@ def test_web_api_and_page_show_fields_facets_and_asset_links(store: Path) -> Non
         assert '<select name="work_package">' in html and '<option value="lifting" selected>' in html
         assert '<select name="project">' in html and '<option value="harbour-bridge"' in html
         assert "rt-method-basement-dig" not in html  # filtered out: excavation only
+        view = c.get("/view/rt-scaffold-inspection%23p1", params={"q": "scaffold tag", "method": "bm25"})
+        assert view.status_code == 200, view.text
+        flat = " ".join(view.text.split())
+        assert '<dt>Contractor</dt><dd data-field="contractor">ScaffCo</dd>' in flat
+        assert '<a class="asset" href="https://bim.example.com/viewer?guid=SCAF-A-03"' in flat
 
 
 PROJECT_QUESTIONS = [
