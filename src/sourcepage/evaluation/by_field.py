@@ -3,9 +3,10 @@
 A construction question set (benchmarks/construction) gives each question the ``phase``,
 ``work_package`` and ``project_type`` it is asked in, as a string, a ``;``-list or a JSON
 list (the manifest's convention, ``corpus.fields``). ``per_question.jsonl`` keeps them as
-lists, and report.md gains a table per field: Hit@3 / MRR (n answerable) for every run and
-group, plus the unsupported and out-of-domain questions of each group. A question listing
-two work packages counts in both groups, so a table's n add up to more than the questions.
+lists, and report.md gains a table per field: a row per group with its answerable,
+unsupported and out-of-domain questions and each run's Hit@3 / MRR over its answerable ones.
+A question listing two work packages counts in both groups, so a table's counts add up to
+more than the questions.
 Question sets without these fields get no tables.
 """
 
@@ -43,15 +44,15 @@ def _cell(values: Sequence[tuple[float, float]]) -> str:
         return "–"
     h3 = sum(v[0] for v in values) / len(values)
     rr = sum(v[1] for v in values) / len(values)
-    return f"{h3:.2f} / {rr:.2f} ({len(values)})"
+    return f"{h3:.2f} / {rr:.2f}"
 
 
 def field_tables(
     per_q: Sequence[Mapping[str, Any]], runs: Sequence[tuple[str, str]]
 ) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, rows) of one table per field that some question carries: a row per
-    run, a column per group, and a last row counting the unsupported and out-of-domain
-    questions of each group. [] when no question carries one."""
+    group with its answerable, unsupported and out-of-domain questions, and a column per
+    run (Hit@3 / MRR over the group's answerable questions). [] when no question carries one."""
     tables = []
     for name, title in FIELDS.items():
         rows = [r for r in per_q if name in r]
@@ -59,21 +60,24 @@ def field_tables(
             continue
         groups = sorted({g for r in rows for g in r[name]})
         scored: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = {}
-        negatives: dict[str, dict[str, set[str]]] = {g: {} for g in groups}
+        members: dict[str, dict[str, set[str]]] = {g: {} for g in groups}
         for r in rows:
             for g in r[name]:
+                members[g].setdefault(r["answerability"], set()).add(r["question_id"])
                 if "mrr" in r:
                     run = scored.setdefault((r["text_version"], r["method"]), {})
                     run.setdefault(g, []).append((r["hit@3"], r["mrr"]))
-                else:
-                    negatives[g].setdefault(r["answerability"], set()).add(r["question_id"])
+        shown = [run for run in runs if run in scored]
         lines = [
-            [v, m, *(_cell(scored[(v, m)].get(g, [])) for g in groups)] for v, m in runs if (v, m) in scored
+            [
+                g,
+                str(len(members[g].get("answerable", ()))),
+                f"{len(members[g].get('unsupported', ()))} / {len(members[g].get('out_of_domain', ()))}",
+                *(_cell(scored[run].get(g, [])) for run in shown),
+            ]
+            for g in groups
         ]
-        lines.append(["", "unsupported / out-of-domain", *(_negatives(negatives[g]) for g in groups)])
-        tables.append((title, ["version", "method", *groups], lines))
+        tables.append(
+            (title, [title, "answerable", "unsupported / ood", *(f"{v} {m}" for v, m in shown)], lines)
+        )
     return tables
-
-
-def _negatives(d: Mapping[str, set[str]]) -> str:
-    return f"{len(d.get('unsupported', ()))} / {len(d.get('out_of_domain', ()))}"

@@ -243,8 +243,8 @@ def write_report(
         )
     for title, head, rows in field_tables(per_q, runs):  # construction question sets
         parts.append(
-            f"\n## By {title}: Hit@3 / MRR (n answerable)\n\nEach question counts in every {title} "
-            "it lists; the last row counts the unsupported / out-of-domain questions.\n\n"
+            f"\n## By {title}: Hit@3 / MRR\n\nOver each group's answerable questions; a question "
+            f"counts in every {title} it lists.\n\n"
         )
         parts.append(_table(head, rows))
     if support and support["versions"]:
