@@ -148,6 +148,12 @@ def _fields_line(r: dict) -> str:
     return " · ".join(parts)
 
 
+#: the widest the authority column of the results table gets (then an ellipsis), and the
+#: narrowest its title may get before the table drops to the narrow layout
+AUTHORITY_WIDTH = 32
+TITLE_MIN_WIDTH = 20
+
+
 def _table_fields(fields: dict[str, list[str]]) -> str:
     """What the results table shows of a hit's fields, under its title: phase, work package
     and project (``phase=structure work_package=precast_tiltup,lifting``); the top passages
@@ -156,8 +162,9 @@ def _table_fields(fields: dict[str, list[str]]) -> str:
 
 
 def _results_table(res: dict, version: str, question: str, width: int) -> Table:
-    """The ranked pages; on a terminal under 120 columns only what identifies and dates a
-    page (rank, page, score, title, jurisdiction, year), so no column is squeezed away."""
+    """The ranked pages; on a terminal under 120 columns, or where the other columns would
+    leave the title under ``TITLE_MIN_WIDTH``, only what identifies and dates a page (rank,
+    page, score, title, jurisdiction, year), so no column is squeezed away."""
     fields = {
         "rank": "rank",
         "page": "page",
@@ -169,7 +176,18 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
         "type": "doc_type",
         "role": "role",
     }
-    narrow = width < 120
+    values = [{**r, "score": f"{r['score']:.4g}", "title": r["title"][:48]} for r in res["results"]]
+    caps = {"authority": AUTHORITY_WIDTH}  # corpus-construction's authorities run to 90 characters
+
+    def others(cols: dict[str, str], pad: int) -> int:
+        """The width of every column but the title, each with ``pad`` for padding and rules."""
+        return sum(
+            min(caps.get(c, width), max([len(c)] + [len(str(v[f])) for v in values])) + pad
+            for c, f in cols.items()
+            if c != "title"
+        )
+
+    narrow = width < 120 or width - others(fields, 3) - 4 < TITLE_MIN_WIDTH
     if narrow:  # one line a page, without borders
         fields = {c: f for c, f in fields.items() if c not in ("authority", "type", "role")}
     t = Table(
@@ -181,25 +199,22 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
             else {}
         ),
     )
-    rows = [
-        {c: str({**r, "score": f"{r['score']:.4g}", "title": r["title"][:48]}[f]) for c, f in fields.items()}
-        for r in res["results"]
-    ]
     # the title takes what the other columns leave (rich would squeeze short columns to nothing)
-    others = sum(max([len(c)] + [len(row[c]) for row in rows]) + 2 for c in fields if c != "title")
+    widths = {**caps, **({"title": max(10, width - others(fields, 2) - 4)} if narrow else {})}
     for col in fields:
         t.add_column(
             col,
             no_wrap=narrow or col != "title",
             overflow="ellipsis",
             justify="right" if col in ("rank", "score") else "left",
-            max_width=max(10, width - others - 4) if narrow and col == "title" else None,
+            max_width=widths.get(col),
         )
-    for row, r in zip(rows, res["results"], strict=True):
-        cells: list[str | Text] = [escape(v) for v in row.values()]
-        if _table_fields(r.get("fields", {})):  # phase, work package, project under the title
-            i = list(fields).index("title")
-            cells[i] = Text(row["title"]).append("\n" + _table_fields(r["fields"]), style="cyan")
+    for v in values:
+        cells: list[str | Text] = [escape(str(v[f])) for f in fields.values()]
+        if _table_fields(v.get("fields", {})):  # phase, work package, project under the title
+            cells[list(fields).index("title")] = Text(v["title"]).append(
+                "\n" + _table_fields(v["fields"]), style="cyan"
+            )
         t.add_row(*cells)
     return t
 
