@@ -11,7 +11,7 @@ OUT    ?= out/osha6
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install test demo demo-intl lint clean corpus
+.PHONY: install test demo demo-intl demo-construction lint clean corpus
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -64,6 +64,17 @@ demo-intl: $(STAMP)
 	$(BIN)/sourcepage eval --corpus $(INTL) --questions benchmarks/intl20/$(SPLIT).jsonl \
 		--config benchmarks/intl20/experiment.yaml --out out/intl20-$(SPLIT)
 	@echo "report: out/intl20-$(SPLIT)/report.md"
+
+# The same design on the nineteen-document construction corpus with the construction benchmark
+# (dev split by default; SPLIT=test once, at the end): report.md adds tables by project phase
+# and by work package.
+CONSTRUCTION ?= ../shared/corpus-construction
+demo-construction: $(STAMP)
+	@test -f "$(CONSTRUCTION)/manifest.csv" || { \
+		echo "make demo-construction needs $(CONSTRUCTION)/manifest.csv (pass CONSTRUCTION=DIR)"; exit 2; }
+	$(BIN)/sourcepage eval --corpus $(CONSTRUCTION) --questions benchmarks/construction/$(SPLIT).jsonl \
+		--config benchmarks/construction/experiment.yaml --out out/construction-$(SPLIT)
+	@echo "report: out/construction-$(SPLIT)/report.md"
 
 clean:
 	rm -rf out .store

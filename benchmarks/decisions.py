@@ -2,7 +2,7 @@
 check, quote rule) over a question set, tallied per answerability class.
 
     python benchmarks/decisions.py --store STORE --questions benchmarks/intl20/dev.jsonl \
-        [--method METHOD] [--out decisions.json]
+        [--method METHOD] [--out decisions.json] [--by phase]
 
 For every question ``sourcepage.api.search`` runs as the CLI and the web page run it (the
 store's calibrated policy, else the shipped default). Printed and written: the share of
@@ -11,8 +11,9 @@ unsupported, and against out-of-domain), the answer points covered by the quotes
 ids of unsupported questions answered and answerable ones refused, and what a person is
 told (``evaluation.answers.answer_metrics``: answer rate, answer precision and recall
 against the labelled excerpts, quote match, point coverage, bootstrap CIs, the
-risk–coverage curve). Use the dev split for
-choices; run the test split once.
+risk–coverage curve). ``--by phase`` (or ``work_package``, ``project_type``: a construction
+question set's fields) adds the shares per group (a question counts in each group it
+lists). Use the dev split for choices; run the test split once.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from sourcepage import api
 from sourcepage.evaluation.answers import answer_metrics, quote_matches
+from sourcepage.evaluation.by_field import question_fields
 from sourcepage.evaluation.metrics import auroc
 from sourcepage.evaluation.questions import read_questions
 from sourcepage.store.files import write_json
@@ -61,16 +63,12 @@ def measure(store: Path, questions: Path, method: str | None) -> dict:
                 "quotes": texts,
                 "decide_ms": r["timings_ms"]["decide"],
                 "reasons": r["reasons"],
+                **question_fields(q),
             }
         )
         took = time.perf_counter() - t0
         print(f"{i}/{len(qs)} {q.id} {r['decision']} {took:.0f}s", file=sys.stderr, flush=True)
-    shares = {}
-    for c in CLASSES:
-        got = Counter(r["decision"] for r in rows if r["class"] == c)
-        n = sum(got.values())
-        shares[c] = {d: round(got[d] / n, 3) if n else None for d in ("answer", "review", "refuse")}
-        shares[c]["n"] = n
+    shares = tally(rows)
     pos = [r["probability"] for r in rows if r["class"] == "answerable" and r["probability"] is not None]
 
     def vs(c: str) -> float | None:
@@ -98,14 +96,34 @@ def measure(store: Path, questions: Path, method: str | None) -> dict:
     }
 
 
+def tally(rows: list[dict]) -> dict:
+    """class → share of answer / review / refuse, and n."""
+    shares = {}
+    for c in CLASSES:
+        got = Counter(r["decision"] for r in rows if r["class"] == c)
+        n = sum(got.values())
+        shares[c] = {d: round(got[d] / n, 3) if n else None for d in ("answer", "review", "refuse")}
+        shares[c]["n"] = n
+    return shares
+
+
+def by_group(rows: list[dict], field: str) -> dict:
+    """group of ``field`` → the tally of its questions (a question in each group it lists)."""
+    groups = sorted({g for r in rows for g in r.get(field, [])})
+    return {g: tally([r for r in rows if g in r.get(field, [])]) for g in groups}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--store", type=Path, required=True)
     ap.add_argument("--questions", type=Path, required=True)
     ap.add_argument("--method", default=None, help="default: the search default")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--by", action="append", default=[], help="phase, work_package or project_type")
     a = ap.parse_args()
     res = measure(a.store, a.questions, a.method)
+    for field in a.by:
+        res[f"by_{field}"] = by_group(res["rows"], field)
     if a.out:
         write_json(a.out, res)
     short = {k: v for k, v in res.items() if k != "rows"}

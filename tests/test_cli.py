@@ -293,3 +293,29 @@ def test_search_table_keeps_rank_page_score_and_year_on_a_narrow_terminal(width:
     row = next(line for line in text.splitlines() if "osha3170-safeguarding-amputations#p39" in line)
     assert row.split()[0] in ("1", "│") and "1.5" in row and "US" in row and "2023" in row
     assert ("guidance" in row) == (width >= 120)  # the document type only where there is room
+
+
+def test_search_table_keeps_the_title_beside_a_long_authority() -> None:
+    """corpus-construction's authorities run to 90 characters: on a 130-column terminal the
+    table drops to the narrow layout instead of squeezing the title to nothing, and a hit's
+    phase and work package sit under its title."""
+    import io
+
+    from rich.console import Console
+
+    from sourcepage.cli.retrieval import _results_table
+
+    res = _fake_result("How must lifting inserts be designed?")
+    res["results"][0] |= {
+        "page": "au-ascc-precast-tiltup-cop#p29",
+        "title": "National Code of Practice for Precast, Tilt-up and Concrete Elements",
+        "authority": "Australian Safety and Compensation Council (Commonwealth of Australia, DEEWR)",
+        "fields": {"phase": ["structure"], "work_package": ["precast_tiltup", "lifting"]},
+    }
+    for width in (130, 160):
+        console = Console(width=width, record=True, file=io.StringIO())
+        console.print(_results_table(res, "raw", res["question"], width))
+        text = console.export_text()
+        assert max(len(line) for line in text.splitlines()) <= width
+        assert "National Code" in text and "phase=structure" in text
+        assert ("Australian Safety" in text) == (width == 160)

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from sourcepage.corpus.fields import ASSET_URL_KEY, asset_links, check_asset_url, document_fields
 from sourcepage.query import PageHit, Query
-from sourcepage.records import Decision, Hit, parse_page_id
+from sourcepage.records import Decision, Document, Hit, parse_page_id
 from sourcepage.retrieval import duplicates
 from sourcepage.retrieval.filters import Filters, check_filters
 from sourcepage.retrieval.index import IndexMissing
@@ -153,7 +154,7 @@ class SearchService:
                 "rank": round(rank_ms, 3),
                 "decide": round(decide_ms, 3),
             },
-            "results": [p.as_dict() for p in pages],
+            "results": [p.as_dict() | self._fields(p.document) for p in pages],
         }
         if answer and ans is not None:
             if log:
@@ -281,6 +282,14 @@ class SearchService:
             warm_sentence_model()
             self._sentence_model_ready = True
         return (time.perf_counter() - t0) * 1000, unusable
+
+    def _fields(self, d: Document) -> dict[str, Any]:
+        """A hit's extra manifest columns as lists (``fields``: phase, work_package, …) and
+        its ``asset_links`` from the store's asset URL template (read on each search: setting
+        it changes no content, so a cached service would not see it otherwise)."""
+        fields = document_fields(d)
+        template = self.searcher.store.get_meta(ASSET_URL_KEY, "") if "asset_id" in fields else ""
+        return {"fields": fields, "asset_links": asset_links(fields, template)}
 
 
 def _kinds(m: Method) -> set[str]:
@@ -449,6 +458,20 @@ def documents(store: str | Path) -> list[dict[str, Any]]:
         return [d.as_dict() for d in st.documents()]
     finally:
         st.close()
+
+
+def set_asset_url(store: str | Path, template: str) -> str:
+    """Keep ``template`` (an http(s) URL with ``{asset_id}``, e.g.
+    ``https://bim.example.com/viewer?guid={asset_id}``) in the store: every hit with an
+    ``asset_id`` then links to it; '' removes the links. Returns the template kept."""
+    template = check_asset_url(template)
+    st = Store(store)
+    try:
+        with st.transaction() as conn:
+            st.set_meta(ASSET_URL_KEY, template, conn)
+    finally:
+        st.close()
+    return template
 
 
 def filters_from_pairs(pairs: list[str] | None) -> Mapping[str, list[str]]:

@@ -6,7 +6,7 @@ W(id='CW10', q="According to Safe Work Australia's SWMS information sheet, what 
   pts=["prepared before the work starts", "identify the HRCW", "specify hazards and risks", "describe control measures", "how controls are implemented, monitored and reviewed"],
   ev=[('sw1#p2', 2, 'identify the work that is high risk construction work ... describe how the control measures are to be implemented, monitored and reviewed.'),
       ('sw1#p1', 1, 'A SWMS must be prepared before this work starts.')]),
-W(id='CW11', q="Who is best placed to prepare a SWMS, and what must the principal contractor do with it?", type='direct', 
+W(id='CW11', q="Who is best placed to prepare a SWMS, and what must the principal contractor do with it?", type='direct',
   a="The person responsible for carrying out the high risk construction work, in consultation with the workers directly engaged in it, generally the builder for their workers or the subcontractor for their workers; the principal contractor must obtain the SWMS before high risk construction work on a construction project starts, and should monitor that the work follows it.",
   pts=["person responsible for the HRCW, in consultation with workers", "builder or subcontractor for their workers", "principal contractor must obtain SWMS before HRCW starts"],
   ev=[('sw1#p1', 2, 'The person responsible for carrying out the high risk construction work is best placed to prepare the SWMS in consultation with workers who will be directly engaged in the work.'),

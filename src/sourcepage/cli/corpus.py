@@ -70,11 +70,20 @@ def ingest(
     ] = EXTRACT_LIMITS.pages,
     ray: RayOpt = False,
     ray_address: RayAddressOpt = None,
+    asset_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Link every asset_id to this http(s) URL, e.g. "
+            "'https://bim.example.com/viewer?guid={asset_id}' (kept in the store until changed; '' removes "
+            "the links)."
+        ),
+    ] = None,
 ) -> None:
     """Validate, extract, audit, clean and chunk a corpus into a store (incremental).
 
     With --ray each document is extracted and chunked in a Ray task (not under the
     memory and time limits, which need the local worker processes)."""
+    from sourcepage.corpus.fields import check_asset_url
     from sourcepage.limits import Limits
     from sourcepage.text.chunk import ChunkConfig
     from sourcepage.text.clean import CleanConfig
@@ -87,6 +96,8 @@ def ingest(
             ChunkConfig(chunk_size, chunk_overlap, chunk_mode, chunk_scope),
             tuple(f.strip() for f in enrich_fields.split(",") if f.strip()),
         )
+        if asset_url is not None:
+            check_asset_url(asset_url)  # before any work
     except ValueError as e:
         fail(str(e))
     if beir is not None:
@@ -139,6 +150,11 @@ def ingest(
         f"rebuilt {len(rep.rebuilt)}, unchanged {len(rep.unchanged)}, failed {len(rep.failed)}, "
         f"removed {len(rep.removed)} in {rep.wall_seconds:.2f} s"
     )
+    if asset_url is not None:
+        from sourcepage import api
+
+        kept = api.set_asset_url(store, asset_url)
+        out.print(f"asset links: {escape(kept)}" if kept else "asset links: none")
     out.print("chunks: " + ", ".join(f"{v} {n}" for v, n in rep.chunks.items()), markup=False)
     for doc_id, why in sorted(rep.failed.items()):
         err.print(f"[yellow]skipped[/] {escape(doc_id)}: {escape(why)}", highlight=False)

@@ -214,6 +214,26 @@ def _tail(r: dict) -> str:
     return sec if len(sec) <= 40 else "…" + sec[-39:]
 
 
+def _fields_line(r: dict) -> str:
+    """A hit's extra manifest fields on one line (``phase: structure · work package:
+    precast_tiltup, lifting · asset: 2O2Fr$t4X7Zf8NOew3FLOH <url>``); '' without any."""
+    from sourcepage.corpus.fields import FIELD_LABELS
+
+    urls = {a["asset_id"]: a["url"] for a in r.get("asset_links", [])}
+    parts = []
+    for name, values in r.get("fields", {}).items():
+        shown = [f"{v} <{urls[v]}>" if name == "asset_id" and v in urls else v for v in values]
+        parts.append(f"{FIELD_LABELS.get(name, name).lower()}: {', '.join(shown)}")
+    return " · ".join(parts)
+
+
+def _table_fields(fields: dict[str, list[str]]) -> str:
+    """What the results table shows of a hit's fields, under its title: phase, work package
+    and project (``phase=structure work_package=precast_tiltup,lifting``); the top passages
+    below the table and ``--json`` show every field."""
+    return " ".join(f"{n}={','.join(fields[n])}" for n in ("phase", "work_package", "project") if n in fields)
+
+
 def _results_table(res: dict, version: str, question: str, width: int) -> Table:
     """The ranked pages; on a terminal under 120 columns only what identifies and dates a
     page (rank, page, score, title, jurisdiction, year), so no column is squeezed away; the
@@ -274,8 +294,13 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
             min_width=widths.get(col),
             max_width=title_width if col == "title" else None,
         )
-    for row in rows:
-        t.add_row(*(escape(v) for v in row.values()))
+    for r, row in zip(res["results"], rows, strict=True):
+        line: list[str | Text] = [escape(v) for v in row.values()]
+        if _table_fields(r.get("fields", {})):  # phase, work package, project under the title
+            line[list(fields).index("title")] = Text(row["title"]).append(
+                "\n" + _table_fields(r["fields"]), style="cyan"
+            )
+        t.add_row(*line)
     return t
 
 
@@ -361,6 +386,8 @@ def search(
         printed = f", printed p. {plabel}" if plabel and plabel != str(r["page_number"]) else ""
         ocr = f", read by OCR {r['ocr_confidence']:.0f}%" if r.get("ocr_confidence") is not None else ""
         out.print(Text(f"\n[{r['rank']}] {r['page']} ({r['chunk_id']}{printed}{ocr})", style="bold"))
+        if _fields_line(r):
+            out.print(Text(_fields_line(r), style="cyan"))
         out.print(_highlight(r["passage"], [tuple(s) for s in r["highlights"]]))
 
 

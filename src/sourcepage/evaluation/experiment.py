@@ -22,11 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sourcepage.corpus.fields import split_values
 from sourcepage.corpus.manifest import sha256_file
 from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
 from sourcepage.evaluation.answerability import evaluate_support
 from sourcepage.evaluation.answerability import figure as support_figure
+from sourcepage.evaluation.by_field import question_fields
 from sourcepage.evaluation.questions import read_questions, require_answerable
 from sourcepage.evaluation.relevance import Qrels, Run, RunHit
 from sourcepage.evaluation.runner import (
@@ -326,7 +328,8 @@ class QuestionsBenchmark(Benchmark):
             "answerability": q.answerability,
             # the jurisdictions the question names (intl20's names_jurisdiction), for the
             # per-jurisdiction tables; "none named" otherwise
-            "named_jurisdiction": "+".join(q.extra.get("names_jurisdiction") or []) or "none named",
+            "named_jurisdiction": "+".join(_listed(q.extra.get("names_jurisdiction"))) or "none named",
+            **question_fields(q),  # phase, work_package, project_type (construction sets), as lists
             "top_score": None if math.isinf(top) else top,
             "margin": margin,
             "top_page": hits[0].page if hits else None,
@@ -420,6 +423,11 @@ class QuestionsBenchmark(Benchmark):
             run_info,
             ctx.extra["support"],
         )
+
+
+def _listed(value: Any) -> list[str]:
+    """A question's list field: a JSON list (intl20) or a ``;``-list string (construction)."""
+    return split_values(value) if isinstance(value, str) else [str(v) for v in value or []]
 
 
 def _fingerprints(ctx: Context) -> dict[str, str]:

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sourcepage.evaluation.by_field import field_tables
 from sourcepage.evaluation.summary import FUSION_MARK, glossary, is_fusion, quotes_section, summary_lines
 from sourcepage.records import Question
 from sourcepage.store.files import write_text
@@ -241,6 +242,12 @@ def write_report(
             )
         )
     parts.append(miss_section(per_q, runs))
+    for title, head, rows in field_tables(per_q, runs):  # construction question sets
+        parts.append(
+            f"\n## By {title}: Hit@3 / MRR\n\nOver each group's answerable questions; a question "
+            f"counts in every {title} it lists.\n\n"
+        )
+        parts.append(_table(head, rows))
     if support and support["versions"]:
         parts.append(support_section(support))
         parts.append(quotes_section(support))

@@ -3,13 +3,15 @@ routing constraint, not something to mix after the fact).
 
 A filter maps a manifest column (standard or extra, e.g. ``project_type``) to one
 value or a list of accepted values, compared case-insensitively; ``year_from`` and
-``year_to`` bound the year (documents without a year are excluded by a bound).
+``year_to`` bound the year (documents without a year are excluded by a bound). An extra
+column is a ``;``-list, matched by any of its values (``corpus.fields``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from sourcepage.corpus.fields import field_matches
 from sourcepage.records import MANIFEST_COLUMNS, Document
 
 RANGE_KEYS = ("year_from", "year_to")
@@ -49,6 +51,6 @@ def matches(doc: Document, filters: Mapping[str, list[str]]) -> bool:
         elif key == "year_to":
             if not doc.year.isdigit() or int(doc.year) > int(values[0]):
                 return False
-        elif doc.get(key).strip().lower() not in {v.lower() for v in values}:
+        elif not field_matches(doc, key, values):
             return False
     return True

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from fastapi import Depends, HTTPException, Request
 from fastapi.templating import Jinja2Templates
 
+from sourcepage.corpus.fields import FIELD_LABELS
 from sourcepage.records import Document, Question, parse_page_id
 from sourcepage.service.auth import template_context
 from sourcepage.store.db import Store
@@ -31,6 +32,7 @@ FACET_LABELS = {
     "jurisdiction": "Jurisdiction",
     "authority": "Authority",
     "doc_type": "Document type",
+    **FIELD_LABELS,
 }
 Version = Literal["raw", "cleaned", "enriched"]
 

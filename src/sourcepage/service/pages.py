@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from sourcepage import api
+from sourcepage.corpus.fields import ASSET_URL_KEY, asset_links, document_fields
 from sourcepage.labels import reviews as review
 from sourcepage.limits import LimitExceeded
 from sourcepage.records import Document, parse_page_id
@@ -203,6 +204,13 @@ def _ocr_flag(row: dict) -> list[str]:
     return [] if conf is None else [f"read by OCR ({conf:.0f}% confidence)"]
 
 
+def _fields(db: Store, d: Document) -> dict[str, Any]:
+    """The document's extra manifest fields as lists, and its asset links (``corpus.fields``)."""
+    fields = document_fields(d)
+    url = db.get_meta(ASSET_URL_KEY, "") if "asset_id" in fields else ""
+    return {"fields": fields, "asset_links": asset_links(fields, url)}
+
+
 def view_context(
     request: Request,
     db: Store,
@@ -243,6 +251,7 @@ def view_context(
         "page_id": page_id,
         "pid_q": pid_q,
         "doc": d,
+        **_fields(db, d),
         "n": n,
         "row": row,
         "flags": [

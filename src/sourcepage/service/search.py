@@ -20,6 +20,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, Field, StringConstraints
 
 from sourcepage import api
+from sourcepage.corpus.fields import NAMED_FIELDS, field_choices
 from sourcepage.records import TEXT_VERSIONS, Document
 from sourcepage.retrieval.filters import check_filters
 from sourcepage.retrieval.index import IndexMissing
@@ -113,7 +114,7 @@ def ui_params(request: Request) -> dict[str, Any]:
         "method": qp.get("method", default_method()),
         "version": qp.get("version", "raw") if qp.get("version", "raw") in TEXT_VERSIONS else "raw",
         "k": int(k) if k.isdigit() and 1 <= int(k) <= 50 else 10,
-        "filters": {f: qp.get(f) for f in FACETS if qp.get(f)},
+        "filters": {f: qp.get(f) for f in (*FACETS, *NAMED_FIELDS) if qp.get(f)},
     }
 
 
@@ -135,7 +136,11 @@ def ui_search(db: Store, store: Path, p: dict[str, Any]) -> tuple[dict | None, s
 
 
 def facet_values(ds: list[Document]) -> dict[str, list[str]]:
-    return {f: sorted({d.get(f) for d in ds if d.get(f)}) for f in FACETS}
+    """The filter menus: the core facets, then each named field the store's documents have
+    (a ``;``-list gives each of its values)."""
+    out = {f: sorted({d.get(f) for d in ds if d.get(f)}) for f in FACETS}
+    named = {f: field_choices(ds, f) for f in NAMED_FIELDS}
+    return out | {f: v for f, v in named.items() if v}
 
 
 def card(r: dict[str, Any]) -> dict[str, Any]:
