@@ -184,7 +184,7 @@ class Design:
 _SECTIONS: dict[str, set[str]] = {
     "design": set(),
     "chunk": {"size", "overlap", "mode", "scope"},
-    "clean": {"headers_footers", "dehyphenate", "whitespace"},
+    "clean": {"headers_footers", "dehyphenate", "whitespace", "glyphs", "page_numbers"},
     "enrich_fields": set(),
     "bm25": {"k1", "b", "variant"},
     "lsa": {"dims", "min_df"},
