@@ -136,7 +136,7 @@ def test_security_headers(client: TestClient) -> None:
     assert "default-src" in h.get("content-security-policy", "")
     assert h.get("x-frame-options") == "DENY"
     assert h.get("x-content-type-options") == "nosniff"
-    assert h.get("referrer-policy") == "no-referrer"
+    assert h.get("referrer-policy") == "same-origin"
 
 
 def test_two_host_headers_get_400(client: TestClient) -> None:

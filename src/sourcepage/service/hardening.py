@@ -8,7 +8,9 @@ route runs: a body size limit, and the browser security headers.
 - :class:`SecurityHeaders` (ASGI): ``Content-Security-Policy`` (scripts, styles and
   images from the service only; the API docs pages need their inline scripts),
   ``X-Frame-Options: DENY``, ``X-Content-Type-Options: nosniff``,
-  ``Referrer-Policy: no-referrer`` on every response.
+  ``Referrer-Policy: same-origin`` on every response (no address, which may hold a
+  question, leaves for another site; ``no-referrer`` made Chromium send ``Origin: null``
+  with the service's own forms, which the cross-origin write check refuses).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ DOCS_PATHS = ("/docs", "/redoc")
 HEADERS = [
     (b"x-frame-options", b"DENY"),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
 ]
 
 
