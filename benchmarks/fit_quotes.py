@@ -10,7 +10,7 @@ label: positive when the unit holds at least 60% of a labelled excerpt's content
 the selector are compared with question-level cross-validation (GroupKFold, out-of-fold
 probabilities) against today's rule; the one whose fitted gate (below) has the highest
 answer recall is refitted on all dev rows. Then the
-thresholds: t_support on P(supported) and t_quote on the best quote's P(states), the pair
+thresholds: t_support on P(supported) and t_quote on P(some quote states the answer), the pair
 with the highest answer recall (answers with a stating quote ÷ answerable) among those
 answering at most 2% of the unsupported and out-of-domain questions with at least 90% of
 answers holding a stating quote — on the out-of-fold probabilities.
@@ -34,7 +34,7 @@ from sourcepage.query import Query
 from sourcepage.retrieval.methods import default_method, parse_method
 from sourcepage.store.files import write_json
 from sourcepage.support import select as S
-from sourcepage.support.answer import choose
+from sourcepage.support.answer import choose, stated
 
 SEED = 42
 MAX_NEG_ANSWERED = 0.02
@@ -165,12 +165,12 @@ def selection_scores(rows: list[dict[str, Any]], probs: list[np.ndarray]) -> dic
 
 
 def outcomes_of(rows: list[dict[str, Any]], probs: list[np.ndarray]) -> list[tuple[float, bool]]:
-    """Per question: the best quote's P(states) (0 on a page at layout risk) and whether
-    its quotes hold an excerpt."""
+    """Per question: P(some quote states the answer) (``support.answer.stated``, quotes on
+    a page at layout risk left out) and whether its quotes hold an excerpt."""
     out = []
     for r, p in zip(rows, probs, strict=True):
         qs = quotes_of(r, p)
-        out.append((qs[0].p if qs and not qs[0].risk else 0.0, any(q.label for q in qs)))  # type: ignore[attr-defined]
+        out.append((stated(qs) if qs else 0.0, any(q.label for q in qs)))  # type: ignore[attr-defined]
     return out
 
 
@@ -200,22 +200,25 @@ def gate_outcomes(
 def fit_thresholds(
     rows: list[dict[str, Any]], probs: list[np.ndarray]
 ) -> tuple[float, float, dict[str, float]]:
-    """The (t_support, t_quote) pair of highest recall within the two constraints."""
+    """The (t_support, t_quote) pair of highest recall within the two constraints (the
+    strictest such pair)."""
     from sourcepage.support.policy import default_policy
 
     floor = default_policy().t_refuse  # the refusal threshold stays the policy's
     ps = sorted({round(r["probability"] or 0.0, 4) for r in rows if (r["probability"] or 0.0) >= floor})
-    qs = sorted({round(float(x), 4) for p in probs for x in p} | {0.0})
-    qs = [qs[i] for i in np.linspace(0, len(qs) - 1, min(len(qs), 200)).astype(int)]
-    best: tuple[float, float, dict[str, float]] | None = None
     quoted = outcomes_of(rows, probs)
+    # t_quote is read against P(some quote states the answer): its candidates are those values
+    qs = sorted({round(b, 4) for b, _ in quoted} | {0.0})
+    best: tuple[float, float, dict[str, float]] | None = None
     for t_s in ps:
         for t_q in qs:
             o = gate_outcomes(rows, quoted, t_s, t_q)
             if o["neg_answered"] > MAX_NEG_ANSWERED or o["precision"] < MIN_PRECISION:
                 continue
-            key = (o["recall"], -t_s, -t_q)
-            if best is None or key > (best[2]["recall"], -best[0], -best[1]):
+            # at equal recall the stricter pair: the answers it keeps are the same on dev,
+            # and unseen unsupported questions meet the higher thresholds
+            key = (o["recall"], t_s, t_q)
+            if best is None or key > (best[2]["recall"], best[0], best[1]):
                 best = (t_s, t_q, o)
     if best is None:
         raise SystemExit("no threshold pair meets the constraints on dev")

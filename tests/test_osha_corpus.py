@@ -58,13 +58,18 @@ def test_search_finds_the_group_lockout_page(store: Path) -> None:
     assert top[0].startswith("osha3120-lockout-tagout#p")
 
 
-def test_quotes_state_the_asked_fact_and_contents_pages_do_not_lead(store: Path) -> None:
+def test_quotes_state_the_asked_fact_or_review_and_contents_pages_do_not_lead(store: Path) -> None:
     from sourcepage import api
 
     res = api.search("How often must energy control procedures be inspected?", store, k=5)
     ans = res["answer"]
-    assert ans["fact_found"] and ans["asked"] == WORDS["frequency"]
-    assert any("annually" in q["text"] or "once a year" in q["text"] for q in ans["quotes"])
+    assert ans["asked"] == WORDS["frequency"]
+    # a quote that states the frequency, or no quote likely enough to (then never `answer`)
+    stating = [q for q in ans["quotes"] if q["answers"]]
+    if ans["fact_found"]:
+        assert any("annual" in q["text"] or "once a year" in q["text"] for q in stating), stating
+    else:
+        assert res["decision"] != "answer"
     assert all("\ufffe" not in q["text"] and "...." not in q["text"] for q in ans["quotes"])
     contents = Store(store).contents_pages()
     res = api.search("What are the steps of a job hazard analysis?", store, k=5)

@@ -3,7 +3,7 @@
 An extractive answer quotes sentences; this module says, for a reviewer and for the
 decision, whether those sentences actually answer the question:
 
-- **supported**: the best quote is likely enough to state the answer (the answer's
+- **supported**: the quotes are likely enough to state the answer (the answer's
   ``fact_found``, from the learned selector ``support.select``). Whether a quote states a
   value of the asked kind by the pattern rules of ``support.facts`` (a number with a
   matching unit, a frequency word, a colour word) is reported beside it (``asked``) — a
@@ -83,7 +83,7 @@ def check_answer(
 
     Returns ``{"supported", "complete", "asked": {"kind", "phrase", "stated"} | None,
     "parts": [{"text", "covered", "coverage", "missing"}], "summary"}``. ``supported``: the
-    best quote states the answer by the selector (``fact_found``) — the condition for an
+    quotes state the answer by the selector (``fact_found``) — the condition for an
     automatic answer (``support.decide.gate``); ``asked.stated``: a quote states a value
     of the asked kind by the pattern rules. ``complete``: supported
     and every part covered (parts are cut by rule, so an uncovered part is a pointer for

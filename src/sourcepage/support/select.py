@@ -16,7 +16,7 @@ least 60% of the content words of a labelled evidence excerpt (the rule eval sco
 quotes with).
 
 The model file also holds the two thresholds of the answer gate (``support.decide.gate``):
-``t_support`` on P(supported) and ``t_quote`` on the best quote's P(states).
+``t_support`` on P(supported) and ``t_quote`` on P(some quote states the answer) (``support.answer.stated``).
 """
 
 from __future__ import annotations
