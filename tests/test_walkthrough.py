@@ -51,14 +51,6 @@ WALKTHROUGH: dict[str, str | None] = {
     "How do I calibrate a gas detector for hydrogen sulfide?": None,
     "What must a confined space entry permit include under the NSW code?": r"permit",
 }
-#: measured 2026-12-03 with the rule selection (no quote model yet): the general removal rule,
-#: the inspection's purpose and a "correctly calibrated gas detector" sentence were taken as
-#: answers; not yet re-measured with the learned selector and its thresholds
-KNOWN_GAPS = {
-    "Who may remove a lockout device when the employee who applied it is not at the facility?",
-    "How often must energy control procedures be inspected?",
-    "How do I calibrate a gas detector for hydrogen sulfide?",
-}
 _HEADER = re.compile(r"\bPage \d+ of \d+\b", re.IGNORECASE)
 
 
@@ -79,15 +71,7 @@ def _quote(svc: api.SearchService, question: str) -> dict:
     return extract_answer(query, pages, "answer", texts=texts, cosines=svc.cosines(query))
 
 
-@pytest.mark.parametrize(
-    "question",
-    [
-        pytest.param(q, marks=pytest.mark.xfail(reason="a known gap of the quote choice (KNOWN_GAPS)"))
-        if q in KNOWN_GAPS
-        else q
-        for q in WALKTHROUGH
-    ],
-)
+@pytest.mark.parametrize("question", list(WALKTHROUGH))
 def test_a_stating_quote_or_review(service: api.SearchService, question: str) -> None:
     ans = _quote(service, question)
     expected = WALKTHROUGH[question]

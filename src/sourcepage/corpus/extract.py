@@ -239,9 +239,7 @@ def extract_pdf(path: str | Path, engine: str = "pypdfium2", max_pages: int | No
         raise ExtractionError(f"{kind} PDF: no extractable text on any of its {n} pages ({why})")
     ordered = [None if c is not None else o for o, c in zip(ordered, ocr, strict=True)]
     sha = hashlib.sha256(data).hexdigest()
-    return Extracted(
-        texts, layouts, time.perf_counter() - t0, sha, toc, lines, ocr, labels, notices, ordered
-    )
+    return Extracted(texts, layouts, time.perf_counter() - t0, sha, toc, lines, ocr, labels, notices, ordered)
 
 
 def column_order(page: pdfium.PdfPage, tp: pdfium.PdfTextPage, layout: PageLayout) -> str | None:

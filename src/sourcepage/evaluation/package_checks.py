@@ -94,7 +94,6 @@ def qrels_file(path: Path) -> Qrels:
     return Qrels(read_trec_qrels(path))
 
 
-
 __all__ = ["corpus_checks", "run_checks"]
 
 Key = tuple[str, str]

@@ -76,6 +76,7 @@ class ImageGate:
             self._limiter = anyio.CapacityLimiter(self.rendering)
         return self._limiter
 
+
 _pools: dict[Limits, queue.LifoQueue[LimitedPool]] = {}
 _pools_lock = threading.Lock()
 
