@@ -89,13 +89,12 @@ def test_term_df_mapping() -> None:
         df["zz"]
 
 
-def test_stored_index_equals_bm25s_and_is_sharded(
-    safety_store: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_stored_index_equals_bm25s_and_is_sharded(fresh_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The registered method builds its index streamed from the store, one shard per 5
-    chunks here; every chunk score equals bm25s's on the same tokens."""
+    chunks here; every chunk score equals bm25s's on the same tokens. A private store: the
+    shared one may already hold an index built with the default shard size."""
     monkeypatch.setattr(bm25.Bm25Method, "shard_docs", 5)
-    searcher = Searcher(safety_store, "raw")
+    searcher = Searcher(fresh_store, "raw")
     idx = searcher.index(parse_method("bm25"))
     texts = [c.text for c in searcher.store.chunks("raw")]
     assert len(idx.model.postings.shards) == -(-len(texts) // 5) > 1
