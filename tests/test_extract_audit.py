@@ -8,7 +8,8 @@ import pdf_factory as pf
 import pytest
 
 from sourcepage.corpus.audit import audit_page, multi_column_risk, spacing_artifact
-from sourcepage.corpus.extract import ENGINES, ExtractionError, PageLayout, extract_pdf
+from sourcepage.corpus.extract import ENGINES, ExtractionError, extract_pdf
+from sourcepage.records import PageLayout
 
 
 def _norm(text: str) -> str:

@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sourcepage.corpus.audit import multi_column_risk
-from sourcepage.corpus.extract import PageLayout
 from sourcepage.query import PageHit
-from sourcepage.records import MANIFEST_COLUMNS, Decision, Document, Hit
+from sourcepage.records import MANIFEST_COLUMNS, Decision, Document, Hit, PageLayout
 from sourcepage.retrieval.pages import contents_last, navigation_question
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import content_terms

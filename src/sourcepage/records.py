@@ -95,6 +95,20 @@ class Document:
 
 
 @dataclass(frozen=True)
+class PageLayout:
+    """What extraction sees on a page (``corpus.extract``; read by the audit): image objects,
+    text lines, side-by-side lines."""
+
+    images: int
+    lines: int
+    side_by_side_lines: int
+    left_column_rects: int = 0
+    right_column_rects: int = 0
+    text_lines: int = 0  # PDFium text lines of 20 characters or more
+    wide_lines: int = 0  # of those, lines wider than 1.6 × their median width
+
+
+@dataclass(frozen=True)
 class PageAudit:
     """Layout and quality flags of one physical page (study §3.2)."""
 

@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sourcepage.corpus.extract import PageLayout
-from sourcepage.records import PageAudit
+from sourcepage.records import PageAudit, PageLayout
 from sourcepage.store.db import Store
 
 _TOKEN = re.compile(r"\S+")

@@ -19,29 +19,18 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from sourcepage.corpus import structure
+from sourcepage.corpus.audit import interleaved_columns
 from sourcepage.corpus.columns import reorder_columns
 from sourcepage.corpus.ocr import merge_text_layer, needs_ocr, ocr_page, tesseract_path
 from sourcepage.corpus.pagelabels import page_labels
 from sourcepage.limits import LimitExceeded
+from sourcepage.records import PageLayout
 
 ENGINES = ("pypdfium2", "pypdf")
 
 
 class ExtractionError(Exception):
     """A document that cannot be ingested; the message says why in plain words."""
-
-
-@dataclass(frozen=True)
-class PageLayout:
-    """What PDFium sees on a page: image objects, text lines, side-by-side lines."""
-
-    images: int
-    lines: int
-    side_by_side_lines: int
-    left_column_rects: int = 0
-    right_column_rects: int = 0
-    text_lines: int = 0  # PDFium text lines of 20 characters or more
-    wide_lines: int = 0  # of those, lines wider than 1.6 × their median width
 
 
 @dataclass(frozen=True)
@@ -245,8 +234,6 @@ def extract_pdf(path: str | Path, engine: str = "pypdfium2", max_pages: int | No
 def column_order(page: pdfium.PdfPage, tp: pdfium.PdfTextPage, layout: PageLayout) -> str | None:
     """The page's text re-read column by column (``corpus.columns``) when the audit finds
     its columns run together in the extracted text; None otherwise."""
-    from sourcepage.corpus.audit import interleaved_columns  # the audit imports this module
-
     if not interleaved_columns(layout):
         return None
     text = reorder_columns(tp, page.get_size()[0])

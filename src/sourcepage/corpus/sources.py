@@ -30,9 +30,9 @@ from sourcepage.corpus.beir import (
     dataset_name,
     iter_corpus,
 )
-from sourcepage.corpus.extract import ENGINES, Extracted, PageLayout
+from sourcepage.corpus.extract import ENGINES, Extracted
 from sourcepage.corpus.manifest import Manifest, read_manifest
-from sourcepage.records import Document
+from sourcepage.records import Document, PageLayout
 from sourcepage.store.db import Store
 from sourcepage.text.versions import TextSettings
 

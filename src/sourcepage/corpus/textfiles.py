@@ -33,10 +33,10 @@ from sourcepage.corpus.extract import (
     ENGINES,
     Extracted,
     ExtractionError,
-    PageLayout,
     check_pages,
     extract_pdf,
 )
+from sourcepage.records import PageLayout
 
 __all__ = ["PAGE_MARKER", "TEXT_SUFFIXES", "extract_document", "extract_text_file", "split_pages"]
 

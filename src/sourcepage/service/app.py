@@ -18,7 +18,8 @@ per-app settings on ``app.state`` (read by the dependencies of
   desk and the asker's page);
 - :mod:`~sourcepage.service.judging`: ``/judgments/*``, ``/judge`` (when the judge
   package is installed);
-- :mod:`~sourcepage.service.auth`: ``/login``, ``/logout``, and the Guard middleware
+- :mod:`~sourcepage.service.auth`: the Guard middleware, identity and sessions;
+  :mod:`~sourcepage.service.signin`: ``/login``, ``/logout``
   (Host and Origin checks, a reviewer for every write, everything in public mode).
 
 OpenAPI docs at ``/docs`` and ``/redoc`` with their assets served from the
@@ -41,7 +42,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sourcepage.service import auth, desk, documents, hardening, pages, reviews, search
+from sourcepage.service import auth, desk, documents, hardening, pages, reviews, search, signin
 from sourcepage.service.deps import HERE, JUDGING, TEMPLATES, open_shared_store, readable, segments
 from sourcepage.service.render import ImageGate
 from sourcepage.store.db import Store
@@ -256,7 +257,7 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
     app.add_api_route("/favicon.ico", _favicon, include_in_schema=False)
-    for module in (search, documents, pages, reviews, desk, auth):
+    for module in (search, documents, pages, reviews, desk, signin):
         app.include_router(module.router)
     if JUDGING:
         from sourcepage.service import judging

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode, urlsplit
 
-from fastapi import APIRouter, Depends, HTTPException, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi import Depends, HTTPException, Request
+from fastapi.responses import JSONResponse, RedirectResponse
 
 from sourcepage.store import reviewers, sessions
 from sourcepage.store.sessions import StoredSession
@@ -228,54 +228,3 @@ def template_context(request: Request) -> dict[str, Any]:
     if ident is None or ident.session is None:
         return {"signed_in": "", "csrf": ""}
     return {"signed_in": ident.reviewer, "csrf": ident.session.csrf}
-
-
-# --------------------------------------------------------------------------- sign-in pages
-
-router = APIRouter()
-
-
-def _access(request: Request) -> Access:
-    return request.app.state.access
-
-
-@router.get("/login", response_class=HTMLResponse, include_in_schema=False)
-def login_page(request: Request) -> HTMLResponse:
-    from sourcepage.service.deps import TEMPLATES
-
-    nxt = safe_next(request.query_params.get("next", "/"))
-    return TEMPLATES.TemplateResponse(request, "login.html", {"next": nxt, "error": ""})
-
-
-@router.post("/login", include_in_schema=False)
-async def login(request: Request) -> Response:
-    from sourcepage.service.deps import TEMPLATES
-
-    form = await request.form()
-    nxt = safe_next(str(form.get("next", "/")))
-    opened = _access(request).sign_in(str(form.get("token", ""))[:200])
-    if opened is None:
-        ctx = {"next": nxt, "error": "unknown or replaced token"}
-        return TEMPLATES.TemplateResponse(request, "login.html", ctx, status_code=401)
-    sid, _ = opened
-    resp = RedirectResponse(nxt, status_code=303)
-    resp.set_cookie(
-        SESSION_COOKIE,
-        sid,
-        max_age=SESSION_SECONDS,
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-        path="/",
-    )
-    return resp
-
-
-@router.post("/logout", include_in_schema=False)
-async def logout(request: Request) -> Response:
-    form = await request.form()
-    form_writer(request, form)
-    _access(request).sign_out(request.cookies.get(SESSION_COOKIE, ""))
-    resp = RedirectResponse("/", status_code=303)
-    resp.delete_cookie(SESSION_COOKIE, path="/")
-    return resp
