@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sourcepage.evaluation.dense_scale import TOP, clustered_vectors, exact_top
+from sourcepage.bench.dense_scale import TOP, clustered_vectors, exact_top
 from sourcepage.retrieval import ann, dense
 from sourcepage.retrieval.index import build_index, current_build, load_index
 from sourcepage.retrieval.methods import parse_method

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from sourcepage.bench.speed import run_bench
 from sourcepage.cli import app
-from sourcepage.evaluation.bench import run_bench
 
 QUESTIONS = [
     ("B1", "Who may remove a personal lock from a group lockbox at shift change?", "loto_energy_control#p2"),

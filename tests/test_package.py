@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from sourcepage.cli import app
 from sourcepage.evaluation.experiment import Design, run_experiment
-from sourcepage.evaluation.package import PackageError, export, verify
+from sourcepage.package.export import PackageError, export, verify
 from sourcepage.store.db import Store
 
 

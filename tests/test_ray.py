@@ -20,14 +20,14 @@ import pytest
 from typer.testing import CliRunner
 
 from sourcepage.cli import app
-from sourcepage.evaluation.grid import Grid
-from sourcepage.evaluation.sweep import run_sweep
 from sourcepage.executor import RayExecutor, make_executor
 from sourcepage.ingest import ingest
 from sourcepage.records import TEXT_VERSIONS
 from sourcepage.retrieval.index import build_indexes, current_build, load_index
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.store.db import Store
+from sourcepage.sweep.grid import Grid
+from sourcepage.sweep.sweep import run_sweep
 
 pytest.importorskip("ray", reason="the Ray executor needs the ray package (the dev extra has it)")
 pytestmark = pytest.mark.slow

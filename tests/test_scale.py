@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 from typer.testing import CliRunner
 
+from sourcepage.bench.load import serve_and_load
+from sourcepage.bench.scale import run_scale_bench, synthetic_beir
 from sourcepage.cli import app
-from sourcepage.evaluation.load import serve_and_load
-from sourcepage.evaluation.scale import run_scale_bench, synthetic_beir
 from sourcepage.retrieval import dense
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher

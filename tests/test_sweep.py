@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from sourcepage.evaluation import stats as S
-from sourcepage.evaluation.grid import Grid, Level, affected_runs, study_grid, text_key
 from sourcepage.evaluation.runner import run_benchmark
-from sourcepage.evaluation.sweep import Session, Sweep, SweepError, run_sweep
-from sourcepage.evaluation.sweep_cell import CellBenchmark
 from sourcepage.executor import make_executor
 from sourcepage.ingest import ingest
+from sourcepage.sweep.cell import CellBenchmark
+from sourcepage.sweep.grid import Grid, Level, affected_runs, study_grid, text_key
+from sourcepage.sweep.sweep import Session, Sweep, SweepError, run_sweep
 
 
 def _q(

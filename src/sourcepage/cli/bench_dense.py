@@ -18,8 +18,8 @@ def bench_dense(
     libraries: str,
     json_out: Path | None,
 ) -> None:
-    """Run ``evaluation.dense_scale`` on synthetic or a store's vectors and print its table."""
-    from sourcepage.evaluation import dense_scale as ds
+    """Run ``bench.dense_scale`` on synthetic or a store's vectors and print its table."""
+    from sourcepage.bench import dense_scale as ds
 
     names = list(ds.LIBRARIES) if libraries == "all" else [x.strip() for x in libraries.split(",")]
     try:

@@ -22,7 +22,7 @@ def bench_load(
 ) -> None:
     """Load ``sourcepage serve`` with a reviewer's mix and print requests/s, latency and
     errors by request kind (``run_load``)."""
-    from sourcepage.evaluation.load import run_load
+    from sourcepage.bench.load import run_load
     from sourcepage.store.db import StoreError
     from sourcepage.store.files import write_json
 

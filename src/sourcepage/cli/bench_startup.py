@@ -1,4 +1,4 @@
-"""What ``sourcepage bench`` prints about the time to an answer (``evaluation.startup``)."""
+"""What ``sourcepage bench`` prints about the time to an answer (``bench.startup``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sourcepage.cli._common import escape, fail, out
 
 def print_startup(s: dict[str, Any]) -> None:
     """Cold one-shot search, first web search and web API throughput, beside the figures of
-    issue #24 (``evaluation.startup.BEFORE``)."""
+    issue #24 (``bench.startup.BEFORE``)."""
     b, o, w = s["before"], s["one_shot"], s["web"]
     t = o["timings_ms"]
     load = ", ".join(f"{x:.1f}" for x in s["load_average"] or ())
@@ -43,7 +43,7 @@ def bench_search_load(
     json_out: Path | None,
 ) -> None:
     """``bench --load --questions``: the web API's searches/s under ``clients`` clients."""
-    from sourcepage.evaluation.load import serve_and_load
+    from sourcepage.bench.load import serve_and_load
     from sourcepage.evaluation.questions import read_questions
     from sourcepage.retrieval.methods import default_method
 

@@ -295,7 +295,7 @@ def bench(
         return
     if corpus is None or questions is None:
         fail("give --corpus DIR and --questions FILE (or --scale N, or --load --store DIR)")
-    from sourcepage.evaluation.bench import run_bench
+    from sourcepage.bench.speed import run_bench
 
     try:
         r = run_bench(
@@ -410,7 +410,7 @@ def _bench_scale(
     json_out: Path | None,
     ingest: bool = True,
 ) -> None:
-    from sourcepage.evaluation.scale import run_scale_bench
+    from sourcepage.bench.scale import run_scale_bench
 
     work = work or Path("out") / f"scale-{n if n is not None else beir.name if beir else 'beir'}"
     try:

@@ -15,8 +15,8 @@ def export(
     package: Annotated[Path, typer.Option("--out", help="The package zip to write.")],
 ) -> None:
     """Write a run's reproducibility package (segments, settings, questions, run files, checksums)."""
-    from sourcepage.evaluation.package import PackageError
-    from sourcepage.evaluation.package import export as export_package
+    from sourcepage.package.export import PackageError
+    from sourcepage.package.export import export as export_package
 
     try:
         info = export_package(run_dir, package)
@@ -35,8 +35,8 @@ def verify(
     ] = False,
 ) -> None:
     """Re-derive a reproducibility package and report every difference (exit 1 on any)."""
-    from sourcepage.evaluation.package import PackageError
-    from sourcepage.evaluation.package import verify as verify_package
+    from sourcepage.package.export import PackageError
+    from sourcepage.package.export import verify as verify_package
 
     if rerank and corpus is None:
         fail("--rerank needs --corpus")

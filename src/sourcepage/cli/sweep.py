@@ -87,9 +87,9 @@ def sweep(
     ] = False,
 ) -> None:
     """Sweep a grid of settings on dev questions, choose settings, report the test split once."""
-    from sourcepage.evaluation.grid import Grid, merge, study_grid
-    from sourcepage.evaluation.sweep import SweepError, run_sweep
     from sourcepage.executor import make_executor
+    from sourcepage.sweep.grid import Grid, merge, study_grid
+    from sourcepage.sweep.sweep import SweepError, run_sweep
 
     try:
         g = Grid.from_yaml(grid) if grid else study_grid()

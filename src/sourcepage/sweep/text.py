@@ -1,4 +1,4 @@
-"""report.md of a sweep, written from results.json's data (evaluation.sweep_report).
+"""report.md of a sweep, written from results.json's data (sweep.report).
 
 Plain language first ("which conclusions hold across the grid", the defaults the grid
 would change, the test split), then one section per factor with its heat map, a compact

@@ -5,7 +5,7 @@ and its decision — each beside the figures measured before this work (``BEFORE
 - ``one_shot``: ``sourcepage search Q --store S --json`` in a fresh process (imports,
   index and model loading, ranking, decision, quotes), wall time per run, and the
   ``timings_ms`` the search reports of itself.
-- ``web``: ``evaluation.load.serve_and_load`` with the default method: requests/s,
+- ``web``: ``bench.load.serve_and_load`` with the default method: requests/s,
   latency percentiles, errors, server CPU a request, and the first search after ``/health``
   answered (the service answers only once its models are loaded).
 """
@@ -69,7 +69,7 @@ def run_startup(
     store: str | Path, questions: list[str], runs: int = 3, requests: int = 1000, workers: int = 2
 ) -> dict[str, Any]:
     """``one_shot`` on the first question and the web API under load, default method."""
-    from sourcepage.evaluation.load import serve_and_load
+    from sourcepage.bench.load import serve_and_load
     from sourcepage.retrieval.methods import default_method
 
     if not questions:

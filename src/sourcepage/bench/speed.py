@@ -321,7 +321,7 @@ def run_bench(
     with_service: bool = True,
 ) -> dict[str, Any]:
     """Every section, in one run: machine, extraction, chunks, index build, query, parity,
-    and (``with_service``) the cold one-shot search and the web API (``evaluation.startup``)."""
+    and (``with_service``) the cold one-shot search and the web API (``bench.startup``)."""
     from sourcepage.evaluation.questions import read_questions
 
     if repeats < 1:
@@ -341,7 +341,7 @@ def run_bench(
     parity = bench_parity(tokens, queries)
     startup = None
     if with_service:
-        from sourcepage.evaluation.startup import run_startup
+        from sourcepage.bench.startup import run_startup
 
         say("cold one-shot search and the web API")
         startup = run_startup(store, queries, runs=min(repeats, 3), requests=min(1000, 50 * len(queries)))

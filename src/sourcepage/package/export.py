@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from sourcepage.corpus.manifest import sha256_file
-from sourcepage.evaluation.package_checks import Check, corpus_checks, run_checks, segment_rows
 from sourcepage.evaluation.runner import package_versions
+from sourcepage.package.checks import Check, corpus_checks, run_checks, segment_rows
 from sourcepage.records import TEXT_VERSIONS
 from sourcepage.store.db import Store
 from sourcepage.store.files import atomic_open

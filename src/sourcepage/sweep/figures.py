@@ -1,4 +1,4 @@
-"""Heat maps of a sweep, one figure per factor (evaluation.sweep_report draws them).
+"""Heat maps of a sweep, one figure per factor (sweep.report draws them).
 
 Colour is the change of the selection metric against the default cell (blue better,
 red worse, white equal, the same scale within a figure); each square is labelled with

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from sourcepage.evaluation import stats as S
-from sourcepage.evaluation.grid import DEFAULT_ID, Cell, Grid, Level, affected_runs
-from sourcepage.evaluation.sweep_figures import heatmap
 from sourcepage.store.files import write_json, write_text
+from sourcepage.sweep.figures import heatmap
+from sourcepage.sweep.grid import DEFAULT_ID, Cell, Grid, Level, affected_runs
 
 __all__ = ["Values", "choose", "collect", "write"]
 
@@ -287,7 +287,7 @@ def _csv(factors: Sequence[Mapping[str, Any]], metric: str) -> str:
 
 def write(out: Path, grid: Grid, spec: Mapping[str, Any], chosen: Cell, sessions: Sequence[Mapping]) -> dict:
     """Summarise the finished sweep in ``out``; returns results.json's data."""
-    from sourcepage.evaluation.sweep_text import report
+    from sourcepage.sweep.text import report
 
     runs: list[Key] = [tuple(r) for r in spec["cells"][0]["runs"]]  # type: ignore[misc]
     d0 = grid.default().design

@@ -314,5 +314,5 @@ def study_grid() -> Grid:
     """The study's grid (§4.6), shipped as ``study_grid.yaml``."""
     import yaml
 
-    text = resources.files("sourcepage.evaluation").joinpath("study_grid.yaml").read_text(encoding="utf-8")
+    text = resources.files("sourcepage.sweep").joinpath("study_grid.yaml").read_text(encoding="utf-8")
     return Grid.from_dict(yaml.safe_load(text), "study_grid.yaml")

@@ -1,4 +1,4 @@
-"""The checks ``verify`` runs on an unpacked reproducibility package (evaluation.package).
+"""The checks ``verify`` runs on an unpacked reproducibility package (package.export).
 
 :func:`run_checks` needs only the package: question set, qrels, ranked.jsonl against the
 run files, metrics.json and stats.json recomputed. :func:`corpus_checks` also needs the

@@ -1,7 +1,7 @@
-"""``sourcepage sweep``: a grid of settings (evaluation.grid) on one question set, resumable.
+"""``sourcepage sweep``: a grid of settings (sweep.grid) on one question set, resumable.
 
 Every cell is one call of the experiment runner (evaluation.runner) with the
-:class:`~sourcepage.evaluation.sweep_cell.CellBenchmark` adapter, over the runs the cell
+:class:`~sourcepage.sweep.cell.CellBenchmark` adapter, over the runs the cell
 changes. Work is shared:
 
 - **extraction once**: the first store (per extraction engine) is ingested from the
@@ -25,7 +25,7 @@ Layout of ``out``::
     cells/<cell>/     the runner's outputs; run.json is written last, so a cell with a
                       run.json for the same settings is done and is not run again
     test/<cell>/      the default and the chosen cell on the test questions, run once
-    results.json, comparisons.csv, report.md, figures/   (evaluation.sweep_report)
+    results.json, comparisons.csv, report.md, figures/   (sweep.report)
 
 Killed at any point, the same command continues: a store copy is renamed into place
 whole, ingest is transactional and incremental, an index is published atomically, and
@@ -45,15 +45,15 @@ from typing import Any
 
 from sourcepage.corpus.manifest import sha256_file
 from sourcepage.evaluation.experiment import Design
-from sourcepage.evaluation.grid import DEFAULT_ID, Cell, Grid, affected_runs, index_key, study_grid, text_key
 from sourcepage.evaluation.questions import read_questions
-from sourcepage.evaluation.sweep_cell import cell_job, index_job, text_job
 from sourcepage.executor import Executor, make_executor
 from sourcepage.ingest import ingest
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import DB_NAME
 from sourcepage.store.files import write_json
+from sourcepage.sweep.cell import cell_job, index_job, text_job
+from sourcepage.sweep.grid import DEFAULT_ID, Cell, Grid, affected_runs, index_key, study_grid, text_key
 from sourcepage.text.versions import TextSettings
 
 __all__ = ["SweepError", "SweepProgress", "run_sweep"]
@@ -373,8 +373,8 @@ def run_sweep(
     ``test``, evaluate the default and the chosen cell on the test split once. Once every
     cell is done the indexes are deleted (a finished cell never reads them again; the LSA
     indexes of a large corpus take gigabytes) unless ``keep_indexes``. Writes the
-    report (evaluation.sweep_report) and returns results.json's data."""
-    from sourcepage.evaluation import sweep_report
+    report (sweep.report) and returns results.json's data."""
+    from sourcepage.sweep import report as sweep_report
 
     corpus, questions, out = Path(corpus), Path(questions), Path(out)
     test = Path(test) if test is not None else None

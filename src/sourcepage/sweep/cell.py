@@ -1,7 +1,7 @@
 """One sweep cell, and the jobs a sweep hands its executor (module level, so a process
 pool or Ray can pickle them): a text store from a copy of the extracted one, an index
 build, a cell run. The cell is one call of the experiment runner with
-:class:`CellBenchmark`, the adapter for a prepared store view (evaluation.sweep).
+:class:`CellBenchmark`, the adapter for a prepared store view (sweep.sweep).
 """
 
 from __future__ import annotations

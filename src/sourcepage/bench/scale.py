@@ -322,7 +322,7 @@ def run_scale_bench(
 ) -> dict[str, Any]:
     """Every phase in one run (see the module docstring). ``work`` holds the generated
     collection (``work/beir``, unless ``beir`` is given) and the store (``work/store``)."""
-    from sourcepage.evaluation.bench import machine_info
+    from sourcepage.bench.speed import machine_info
 
     say = progress or (lambda _m: None)
     work = Path(work)

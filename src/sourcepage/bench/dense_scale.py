@@ -278,7 +278,7 @@ def run_dense_bench(
 ) -> dict[str, Any]:
     """Exact search and each installed library in ``libraries`` (default: ours) on
     ``vectors`` / ``queries``; rows as described in the module docstring."""
-    from sourcepage.evaluation.bench import machine_info
+    from sourcepage.bench.speed import machine_info
     from sourcepage.retrieval.ann import EF_CONSTRUCTION, EF_SEARCH, LIBRARY, M
 
     say = progress or (lambda _m: None)
