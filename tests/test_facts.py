@@ -1,10 +1,10 @@
 """The kind of fact a question asks for and whether a sentence states one
-(``support.facts``): the one test read by the quote choice, the answer check, the feature
+(``text.facts``): the one test read by the quote choice, the answer check, the feature
 ``value_missing`` and the decision gate."""
 
 from __future__ import annotations
 
-from sourcepage.support.facts import WORDS, asked_facts, asked_value, states
+from sourcepage.text.facts import WORDS, asked_facts, asked_value, states
 
 
 def _kinds(question: str) -> list[str]:

@@ -14,7 +14,7 @@ from sourcepage.evaluation.questions import read_questions
 from sourcepage.ingest import ingest
 from sourcepage.retrieval.search import Searcher
 from sourcepage.store.db import Store
-from sourcepage.support.facts import WORDS
+from sourcepage.text.facts import WORDS
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"

@@ -14,8 +14,8 @@ from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import content_terms
 from sourcepage.support.answer import extract_answer
 from sourcepage.support.decide import gate
-from sourcepage.support.facts import WORDS, states
 from sourcepage.text.clean import clean_pages
+from sourcepage.text.facts import WORDS, states
 from sourcepage.text.sentences import quotable
 
 PAGE = """17

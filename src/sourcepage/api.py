@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 import threading
 import time
@@ -21,6 +20,7 @@ from sourcepage.retrieval.index import IndexMissing
 from sourcepage.retrieval.methods import Method, default_method, parse_method
 from sourcepage.retrieval.routing import Route, router
 from sourcepage.retrieval.search import Searcher
+from sourcepage.retrieval.tokenize import highlight_spans
 from sourcepage.store.db import Store
 from sourcepage.support.answer import extract_answer, log_answer
 from sourcepage.support.decide import Calibration, decide, drivers, gate
@@ -324,15 +324,6 @@ def service(store: str | Path, version: str = "raw", build: bool = True) -> Sear
 def searcher(store: str | Path, version: str = "raw", build: bool = True) -> Searcher:
     """The current Searcher of (store, version), so indexes load once per content state."""
     return service(store, version, build).searcher
-
-
-def highlight_spans(passage: str, terms: set[str]) -> list[tuple[int, int]]:
-    """Character spans of ``passage`` whose word is a query term (case-insensitive)."""
-    return [
-        (m.start(), m.end())
-        for m in re.finditer(r"[^\W_]+(?:['’][^\W_]+)?", passage)
-        if m.group(0).lower().replace("’", "'") in terms
-    ]
 
 
 def search(

@@ -5,7 +5,7 @@ Before this module the search path re-derived the question in every stage (conte
 in api.py, features, check and answer; the asked value three times; the route twice). A
 ``Query`` holds all of it: the text, its content terms with idf weights (and their
 Snowball stems, a stem weighing as its heaviest word), the BM25 tokens, the facts it asks
-for (``support.facts``) and the jurisdictions it names (``retrieval.routing``). It sits
+for (``text.facts``) and the jurisdictions it names (``retrieval.routing``). It sits
 between retrieval and support: it reads both above it, and support/ reads it.
 """
 
@@ -20,7 +20,7 @@ from sourcepage.corpus.pagelabels import citation
 from sourcepage.records import Document, Hit, parse_page_id
 from sourcepage.retrieval.routing import Route
 from sourcepage.retrieval.tokenize import content_terms, stem_terms, tokenize
-from sourcepage.support.facts import Asked, asked_facts, asked_value
+from sourcepage.text.facts import Asked, asked_facts, asked_value
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.search import Searcher

@@ -73,8 +73,7 @@ class Cards:
         self.limit = limit
 
     def card(self, qid: str, page: str, header: str, grades: Sequence[tuple[str, int]] = ()) -> Card:
-        from sourcepage.api import highlight_spans
-        from sourcepage.retrieval.tokenize import content_terms
+        from sourcepage.retrieval.tokenize import content_terms, highlight_spans
 
         q = self.questions.get(qid)
         doc_id, n = parse_page_id(page)

@@ -114,3 +114,12 @@ def stem_terms(terms: set[str] | list[str]) -> dict[str, str]:
     scored; retrieval itself does not stem by default)."""
     ts = sorted(terms)
     return dict(zip(ts, _stemmer().stemWords(ts), strict=True))
+
+
+def highlight_spans(passage: str, terms: set[str]) -> list[tuple[int, int]]:
+    """Character spans of ``passage`` whose word is a query term (case-insensitive)."""
+    return [
+        (m.start(), m.end())
+        for m in re.finditer(r"[^\W_]+(?:['’][^\W_]+)?", passage)
+        if m.group(0).lower().replace("’", "'") in terms
+    ]

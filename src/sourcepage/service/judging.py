@@ -31,7 +31,7 @@ from sourcepage.labels import judgments as jm
 from sourcepage.records import Question
 from sourcepage.retrieval.index import IndexMissing
 from sourcepage.retrieval.methods import parse_method
-from sourcepage.retrieval.tokenize import content_terms
+from sourcepage.retrieval.tokenize import content_terms, highlight_spans
 from sourcepage.service.auth import form_writer, require_writer
 from sourcepage.service.deps import DB, TEMPLATES, Questions, StorePath, resolve_page
 from sourcepage.store.db import Store
@@ -291,7 +291,7 @@ def judge_page(
                 "n": n,
                 "image": f"/pages/{page.replace('#', '%23')}/image?{urlencode({'q': q.question})}",
                 "text": row["raw"],
-                "hits": api.highlight_spans(row["raw"], terms),
+                "hits": highlight_spans(row["raw"], terms),
             }
     return TEMPLATES.TemplateResponse(request, "judge.html", ctx)
 

@@ -21,12 +21,11 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from sourcepage import api
 from sourcepage.corpus.fields import ASSET_URL_KEY, asset_links, document_fields
 from sourcepage.labels import reviews as review
 from sourcepage.limits import LimitExceeded
 from sourcepage.records import Document, parse_page_id
-from sourcepage.retrieval.tokenize import content_terms
+from sourcepage.retrieval.tokenize import content_terms, highlight_spans
 from sourcepage.service.auth import form_writer
 from sourcepage.service.deps import (
     DB,
@@ -236,7 +235,7 @@ def view_context(
         if spans and (v == p["version"] or (v == "cleaned" and p["version"] == "enriched")):
             region = next(((a, b) for pg, a, b in spans if pg == n), None)
         texts[v] = segments(
-            text, api.highlight_spans(text, terms), region, locate(text, quote) if quote else None
+            text, highlight_spans(text, terms), region, locate(text, quote) if quote else None
         )
     res, _ = ui_search(db, store, p)
     hit = next((r for r in (res or {}).get("results", []) if r["page"] == page_id), None)

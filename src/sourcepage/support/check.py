@@ -5,7 +5,7 @@ decision, whether those sentences actually answer the question:
 
 - **supported**: the quotes are likely enough to state the answer (the answer's
   ``fact_found``, from the learned selector ``support.select``). Whether a quote states a
-  value of the asked kind by the pattern rules of ``support.facts`` (a number with a
+  value of the asked kind by the pattern rules of ``text.facts`` (a number with a
   matching unit, a frequency word, a colour word) is reported beside it (``asked``) — a
   feature of the selector and a pointer for the reviewer, no longer the verdict.
 - **question parts**: the question is cut into parts at commas, semicolons, colons and
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
-from sourcepage.support.facts import asked_value, numbers, states
+from sourcepage.text.facts import asked_value, numbers, states
 
 if TYPE_CHECKING:
     from sourcepage.query import Query

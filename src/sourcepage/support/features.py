@@ -23,7 +23,7 @@ from sourcepage.query import Query, term_weights
 from sourcepage.records import Hit
 from sourcepage.retrieval.tokenize import tokenize
 from sourcepage.support.check import coverage, weighted_terms
-from sourcepage.support.facts import states
+from sourcepage.text.facts import states
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.search import Searcher

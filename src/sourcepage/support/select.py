@@ -4,7 +4,7 @@ A learned, measured stage (issue #22): every quotable unit (``text.sentences.quo
 of the first ``PAGES`` ranked pages is a candidate; its features (``FEATURE_WORDS``) say
 how close it is to the question (e5 and MiniLM cosines, BM25 of the unit as a share of
 the question's ceiling, the idf-weighted share of the question's words it and its heading
-hold), whether it states a fact of the kind asked (``support.facts``: the regular
+hold), whether it states a fact of the kind asked (``text.facts``: the regular
 expressions are features here, not the gate), whether it names the roles and entities the
 question names and no others (manufacturer ≠ importer, employer ≠ employee), whether it
 carries the condition or exception the question asks about ("unless", "except", "if … not
@@ -34,7 +34,7 @@ import numpy as np
 
 from sourcepage.query import PageHit, Query
 from sourcepage.retrieval.tokenize import content_terms, stem_terms
-from sourcepage.support.facts import states
+from sourcepage.text.facts import states
 from sourcepage.text.sentences import Quotable, quotable
 
 MODEL_FILE = "quote_model.json"
