@@ -11,7 +11,7 @@ OUT    ?= out/osha6
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install test demo demo-intl demo-construction lint clean corpus
+.PHONY: install test test-all demo demo-intl demo-construction lint clean corpus
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -39,8 +39,12 @@ $(OCR):
 install: $(STAMP) $(OCR)
 
 # two pytest workers (pytest-xdist), a test file each at a time: module fixtures stay whole
-# and the suite takes about 8 minutes on 2 cores instead of 12
+# and the suite takes about 8 minutes on 2 cores instead of 12; `heavy` tests (minutes of
+# CPU each) only in test-all
 test: $(STAMP) $(BROWSER) $(OCR)
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m 'not heavy'
+
+test-all: $(STAMP) $(BROWSER) $(OCR)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: $(STAMP)

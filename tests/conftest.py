@@ -51,3 +51,24 @@ def fresh_store(fresh_corpus: Path, tmp_path: Path) -> Path:
     store = tmp_path / "store"
     ingest(fresh_corpus, store, workers=1)
     return store
+
+
+#: the test files that take longest (measured with ``--durations``), run first so that two
+#: xdist workers (``make test``: ``-n 2 --dist loadfile``) do not end on one of them alone
+LONGEST_FIRST = (
+    "test_speed.py",
+    "test_osha_corpus.py",
+    "test_walkthrough.py",
+    "test_bench.py",
+    "test_ray.py",
+    "test_default_policy.py",
+    "test_desk_browser.py",
+    "test_browser.py",
+    "test_sweep.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest files first (``LONGEST_FIRST``), the rest in their collected order."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda it: rank.get(it.path.name, len(rank)))

@@ -78,6 +78,7 @@ def _dev_mrr(store: Path, runtime: str) -> float:
 
 
 @pytest.mark.slow  # two dense builds over the OSHA corpus (about a minute each)
+@pytest.mark.heavy  # `make test-all`: 130 s of CPU; the default run checks the vectors (fp32 ≈ torch)
 @pytest.mark.skipif(not OSHA.is_dir(), reason="needs ../shared/corpus")
 def test_shipped_runtime_keeps_dev_mrr_of_torch(tmp_path: Path) -> None:
     """The MiniLM runtime shipped (``dense.MINILM_RUNTIME``) ranks the osha6 dev questions
