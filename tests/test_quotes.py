@@ -161,3 +161,22 @@ def test_index_plan_covers_what_search_needs(safety_store: Path) -> None:
     assert {("raw", "bm25"), ("raw", "lsa"), ("cleaned", "bm25"), ("cleaned", "lsa")} <= set(plan)
     assert (("raw", "dense") in plan) == ("dense" in available_methods())
     assert ("cleaned", "dense") not in plan
+
+
+def test_tidy_drops_furniture_but_keeps_the_sentence() -> None:
+    """What ``tidy`` removes from the start of a quote: a running header, a paragraph
+    number, an opening "(See …)" cross-reference — the sentence itself stays whole."""
+    from sourcepage.support.select import tidy
+
+    see = (
+        "(See Sections 6(e) and (f) of 29 CFR Part 1910.147 for specific requirements.) In the rare "
+        "situation in which the employee who placed the device is unable to remove it, another person "
+        "may remove it under the direction of the employer."
+    )
+    assert tidy(see).startswith("In the rare situation")
+    assert tidy("Code of Practice Page 47 of 72 You should ensure that loads are light.") == (
+        "You should ensure that loads are light."
+    )
+    assert tidy("53 Employers should provide a first aider.") == "Employers should provide a first aider."
+    kept = "(Unless the employer says otherwise.) The rule applies."
+    assert tidy(kept) == kept

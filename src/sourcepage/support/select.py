@@ -102,15 +102,19 @@ _RUNNING_START = re.compile(r"^(?:\S+\s+){0,8}?Page\s+\d+\s+of\s+\d+\s+", re.IGN
 _RUNNING = re.compile(r"\s*\bPage\s+\d+\s+of\s+\d+\b\s*", re.IGNORECASE)
 #: a paragraph number opening a unit: "53 ", "(53) ", "4.2 " before a capital
 _PARAGRAPH_NO = re.compile(r"^\(?\d{1,3}(?:\.\d{1,2})*[.)]?\s+(?=[A-Z(“\"])")
+#: a cross-reference in parentheses that the sentence splitter left before the sentence it
+#: follows: "(See Sections 6(e) and (f) of 29 CFR Part 1910.147 for specific requirements.) In …"
+_SEE_FIRST = re.compile(r"^\((?:see|refer to)\b(?:[^()]|\([^()]*\))*\)\s+(?=[A-Z])", re.IGNORECASE)
 
 
 def tidy(text: str) -> str:
     """A unit as it is quoted: without private-use glyphs, running headers or footers
-    ("Page 47 of 72" and the title before it) and an opening paragraph number."""
+    ("Page 47 of 72" and the title before it), an opening paragraph number or an opening
+    "(See …)" cross-reference."""
     t = _PRIVATE.sub("", text)
     t = _RUNNING_START.sub("", t)
     t = re.sub(r"\s+", " ", _RUNNING.sub(" ", t)).strip()
-    return _PARAGRAPH_NO.sub("", t).strip()
+    return _SEE_FIRST.sub("", _PARAGRAPH_NO.sub("", t).strip()).strip()
 
 
 def _stems(text: str) -> set[str]:
