@@ -170,7 +170,7 @@ def outcomes_of(rows: list[dict[str, Any]], probs: list[np.ndarray]) -> list[tup
     out = []
     for r, p in zip(rows, probs, strict=True):
         qs = quotes_of(r, p)
-        out.append((stated(qs) if qs else 0.0, any(q.label for q in qs)))  # type: ignore[attr-defined]
+        out.append((stated(qs), any(q.label for q in qs)))  # type: ignore[attr-defined]
     return out
 
 
