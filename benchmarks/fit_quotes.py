@@ -34,10 +34,12 @@ from sourcepage.query import Query
 from sourcepage.retrieval.methods import default_method, parse_method
 from sourcepage.store.files import write_json
 from sourcepage.support import select as S
-from sourcepage.support.answer import choose, stated
+from sourcepage.support.answer import Passage, choose, passages, stated
 
 SEED = 42
-MAX_NEG_ANSWERED = 0.02
+#: the issue allows 2%; the fit answers no development negative (safety first: the 2%
+#: is what unseen questions may still cost)
+MAX_NEG_ANSWERED = 0.0
 MIN_PRECISION = 0.90
 
 
@@ -122,8 +124,9 @@ def out_of_fold(rows: list[dict[str, Any]], names: list[str], c_reg: float, fold
     return p
 
 
-def quotes_of(row: dict[str, Any], probs: np.ndarray) -> list[S.Candidate]:
-    """The quotes ``support.answer.choose`` makes from the row's candidates and ``probs``."""
+def quotes_of(row: dict[str, Any], probs: np.ndarray) -> tuple[list[S.Candidate], list[Passage]]:
+    """The units ``support.answer.choose`` picks from the row's candidates with ``probs``,
+    and the passages it quotes them as (``support.answer.passages``)."""
     from sourcepage.query import PageHit
     from sourcepage.records import MANIFEST_COLUMNS, Document, Hit
     from sourcepage.text.sentences import Quotable
@@ -137,7 +140,21 @@ def quotes_of(row: dict[str, Any], probs: np.ndarray) -> list[S.Candidate]:
         k.stems, k.p, k.features = S._stems(c["text"]), float(p), c["features"]
         k.label = c["label"]  # type: ignore[attr-defined]
         cands.append(k)
-    return choose(cands)
+    chosen = choose(cands)
+    return chosen, passages(chosen, cands)
+
+
+_QUESTIONS: dict[tuple[str, str], Any] = {}
+
+
+def holds(row: dict[str, Any], quotes: list[Passage]) -> bool:
+    """Whether some quote holds 60% of a labelled excerpt's content words (the eval rule)."""
+    if not row["has_excerpt"]:
+        return False
+    if (row["set"], row["id"]) not in _QUESTIONS:
+        _QUESTIONS.update({(row["set"], q.id): q for q in read_questions(Path(row["set"]))})
+    q = _QUESTIONS[row["set"], row["id"]]
+    return any(contains_key_fact([p.text], q) for p in quotes)
 
 
 def split_probs(rows: list[dict[str, Any]], flat: np.ndarray) -> list[np.ndarray]:
@@ -149,28 +166,29 @@ def split_probs(rows: list[dict[str, Any]], flat: np.ndarray) -> list[np.ndarray
 
 
 def selection_scores(rows: list[dict[str, Any]], probs: list[np.ndarray]) -> dict[str, float]:
-    """Over answerable questions with an excerpt: the share whose best quote states the
-    answer, whose quotes (up to four) hold one, and the ceiling (some candidate holds one)."""
+    """Over answerable questions with an excerpt: the share whose best unit states the
+    answer, whose quotes (up to four passages) hold one, and the ceiling (some candidate
+    unit holds one)."""
     ans = [
         (r, p) for r, p in zip(rows, probs, strict=True) if r["class"] == "answerable" and r["has_excerpt"]
     ]
     top = anyq = ceil = 0
     for r, p in ans:
-        qs = quotes_of(r, p)
-        top += bool(qs) and qs[0].label  # type: ignore[attr-defined]
-        anyq += any(q.label for q in qs)  # type: ignore[attr-defined]
+        units, quotes = quotes_of(r, p)
+        top += bool(units) and units[0].label  # type: ignore[attr-defined]
+        anyq += holds(r, quotes)
         ceil += any(c["label"] for c in r["cands"])
     n = len(ans) or 1
     return {"top1": round(top / n, 4), "any_quote": round(anyq / n, 4), "ceiling": round(ceil / n, 4), "n": n}
 
 
 def outcomes_of(rows: list[dict[str, Any]], probs: list[np.ndarray]) -> list[tuple[float, bool]]:
-    """Per question: P(some quote states the answer) (``support.answer.stated``, quotes on
-    a page at layout risk left out) and whether its quotes hold an excerpt."""
+    """Per question: P(the quotes state the answer) (``support.answer.stated``: the best
+    quote's p, quotes on a page at layout risk left out) and whether its quotes hold an excerpt."""
     out = []
     for r, p in zip(rows, probs, strict=True):
-        qs = quotes_of(r, p)
-        out.append((stated(qs), any(q.label for q in qs)))  # type: ignore[attr-defined]
+        units, quotes = quotes_of(r, p)
+        out.append((stated(units), holds(r, quotes)))
     return out
 
 
@@ -248,16 +266,19 @@ def evaluate(rows: list[dict[str, Any]]) -> None:
 
 
 def _kinds_asked(rows: list[dict[str, Any]]) -> None:
-    """Add ``kinds_asked`` to rows collected before it was a feature (from the question)."""
+    """Add the features rows collected before them lack, from the question and the unit
+    text with the product's own functions: ``kinds_asked`` and ``lead_role``."""
     texts = {}
     for path in {r["set"] for r in rows}:
         texts.update({(path, q.id): q.question for q in read_questions(Path(path))})
     for r in rows:
-        k = float(
-            any(a in ("actor", "list", "condition") for a in Query.parse(texts[r["set"], r["id"]]).kinds)
-        )
+        query = Query.parse(texts[r["set"], r["id"]])
+        k = float(any(a in ("actor", "list", "condition") for a in query.kinds))
+        q_roles = S._roles(set(query.stems))
         for c in r["cands"]:
             c["features"].setdefault("kinds_asked", k)
+            if "lead_role" not in c["features"]:
+                c["features"]["lead_role"] = S.lead_role(c["text"], q_roles)
 
 
 def main() -> None:

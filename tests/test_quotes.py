@@ -180,3 +180,60 @@ def test_tidy_drops_furniture_but_keeps_the_sentence() -> None:
     assert tidy("53 Employers should provide a first aider.") == "Employers should provide a first aider."
     kept = "(Unless the employer says otherwise.) The rule applies."
     assert tidy(kept) == kept
+
+
+def test_a_quote_is_a_passage_of_whole_units_around_the_chosen_one() -> None:
+    """Each chosen unit is quoted with the unit after and before it on the page; chosen units
+    whose passages meet become one quote (nothing quoted twice); neighbours stop at
+    ``MAX_PASSAGE`` characters."""
+    from sourcepage.query import Query
+    from sourcepage.support.answer import MAX_PASSAGE, passages
+    from sourcepage.support.select import candidates
+
+    text = " ".join(
+        [
+            "Locks are applied by each authorized employee.",  # 0
+            "Each lock must be removed by the employee who applied it.",  # 1
+            "If that employee is not at the facility, the employer may direct its removal.",  # 2
+            "The employer must first verify that the employee is not at the facility.",  # 3
+            "Records of every removal are kept for a year by the site office.",  # 4
+            "Lunch breaks are taken in the canteen on the ground floor.",  # 5
+            "Visitors sign the book at the gate and wear a badge.",  # 6
+            "Tags are attached to the energy isolating device itself.",  # 7
+            "A tag warns against energizing the machine while it is serviced.",  # 8
+        ]
+    )
+    q = Query.parse("Who may remove a lock when the employee is not at the facility?")
+    cands = candidates(q, [page_hit("d#p3")], {"d#p3": (text, False)})
+    at = {c.position: c for c in cands}
+    assert sorted(at) == list(range(9))
+    one = passages([at[2]], cands)
+    assert [u.position for u in one[0].parts] == [1, 2, 3]
+    assert one[0].text.startswith("Each lock must be removed")
+    assert one[0].text.endswith("not at the facility.")
+    # 2 and 3 meet: one quote holding both, best first; 7 is elsewhere: a quote of its own
+    two = passages([at[2], at[3], at[7]], cands)
+    assert [[u.position for u in p.units] for p in two] == [[2, 3], [7]]
+    assert [u.position for u in two[0].parts] == [1, 2, 3, 4]
+    assert [u.position for u in two[1].parts] == [6, 7, 8]
+    assert sum(p.text.count("removed by the employee") for p in two) == 1
+    # a neighbour that would pass MAX_PASSAGE stays out
+    long2 = "If that employee is away, the employer may direct its removal" + ", by day" * 52 + "."
+    long3 = "The employer must keep a record of it" + ", with the date" * 30 + "."
+    assert len(long2) + len(long3) > MAX_PASSAGE
+    page = text.replace(at[2].text, long2).replace(at[3].text, long3)
+    cands = candidates(q, [page_hit("d#p3")], {"d#p3": (page, False)})
+    at = {c.position: c for c in cands}
+    assert (at[2].text, at[3].text) == (long2, long3)
+    assert [u.position for u in passages([at[2]], cands)[0].parts] == [1, 2]
+
+
+def test_lead_role_is_the_first_role_named() -> None:
+    from sourcepage.support.select import _roles, _stems, lead_role
+
+    q = _roles(_stems("What must the manufacturer do before placing machinery on the market?"))
+    importers = "Before placing machinery on the market, importers shall ensure that the manufacturer has"
+    assert lead_role(importers, q) == -1.0
+    assert lead_role("The manufacturer shall draw up the technical documentation.", q) == 1.0
+    assert lead_role("Machinery shall bear the CE marking.", q) == 0.0
+    assert lead_role(importers, set()) == 0.0

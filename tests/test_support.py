@@ -237,8 +237,12 @@ def test_extractive_answer_quotes_and_cites() -> None:
     ]
     ans = extract_answer("Who applies a personal lock to the group lockbox?", results, "answer")
     assert ans["status"] == "answer"
-    assert ans["quotes"][0]["text"].startswith("Each employee must apply a personal lock")
-    assert ans["quotes"][0]["citation"] == "[d p.3]"
+    first = ans["quotes"][0]
+    assert first["sentences"][0].startswith("Each employee must apply a personal lock")
+    # the quote is a passage: the chosen sentence with its neighbours on the page
+    assert first["text"].startswith("Intro text here") and first["sentences"][0] in first["text"]
+    assert first["text"].endswith("lunch breaks.")
+    assert first["citation"] == "[d p.3]"
     assert "[d p.3]" in ans["text"]
     assert extract_answer("anything", results, "refuse")["quotes"] == []
     assert extract_answer("Who applies a lock?", results, "review")["status"] == "draft for review"

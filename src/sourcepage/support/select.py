@@ -16,7 +16,8 @@ least 60% of the content words of a labelled evidence excerpt (the rule eval sco
 quotes with).
 
 The model file also holds the two thresholds of the answer gate (``support.decide.gate``):
-``t_support`` on P(supported) and ``t_quote`` on P(some quote states the answer) (``support.answer.stated``).
+``t_support`` on P(supported) and ``t_quote`` on the best quote's P(states)
+(``support.answer.stated``).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ FEATURE_WORDS: dict[str, str] = {
     "other_stated": "share of the asked person / list / condition facts the sentence states",
     "role_match": "share of the roles the question names that the sentence names",
     "role_other": "the sentence names a role the question does not (and names none it does)",
+    "lead_role": "the first role the sentence names is one the question names (1), another (−1)",
     "exception_q": "the question asks about an exception or condition",
     "exception_s": "the sentence states an exception or condition",
     "neighbour": "the larger e5 similarity of the sentences before and after it",
@@ -123,6 +125,18 @@ def _stems(text: str) -> set[str]:
 
 def _roles(stems: set[str]) -> set[str]:
     return {r for r in _role_stems() if r in stems}
+
+
+def lead_role(text: str, q_roles: set[str]) -> float:
+    """1 when the first role ``text`` names is one of ``q_roles``, −1 when it is another, 0
+    when it names none or the question names none. The actor of a duty comes first ("Before
+    placing machinery on the market, importers shall ensure … by the manufacturer"): naming
+    the asked role further on does not make it the importers' duty the manufacturer's."""
+    if not q_roles:
+        return 0.0
+    roles = _role_stems()
+    first = next((s for s in _stem_counts(text) if s in roles), None)
+    return 0.0 if first is None else (1.0 if first in q_roles else -1.0)
 
 
 @lru_cache(maxsize=1)
@@ -220,6 +234,7 @@ def featurise(
             ),
             "role_match": len(q_roles & s_roles) / len(q_roles) if q_roles else 0.0,
             "role_other": float(bool(q_roles) and bool(s_roles) and not (q_roles & s_roles)),
+            "lead_role": lead_role(c.text, q_roles),
             "exception_q": exc_q,
             "exception_s": float(bool(_EXCEPTION_S.search(c.text))),
             "neighbour": float(max(nb)) if nb else 0.0,
