@@ -1,10 +1,12 @@
-"""The seven walkthrough questions of issue #22, over the real corpus-intl page texts: each
-gets a quote that states its answer, or no quote likely enough to state it (so the answer
-gate sends it to review). Quotes read as text: no running header, no paragraph number, no
-private-use glyph, no sentence cut inside a parenthesis.
+"""The seven walkthrough questions of issue #22, over the real corpus-intl page texts.
 
-The pages are ranked as search ranks them without a dense index (``route:bm25``); the
-quote selector gets its real e5 and MiniLM cosines. Skipped, with the reason, where
+In the default run: quotes read as text (no running header, paragraph number or
+private-use glyph, no sentence cut inside a parenthesis), the pages ranked without a dense
+index (``route:bm25``) and the quote selector given its real e5 and MiniLM cosines.
+Marked ``heavy`` (``make test-all``: it builds the dense index of 1,161 pages): the whole
+search as a user gets it — an ``answer`` quotes what states it, or the question goes to
+review or is refused. The answer gate reads P(supported) as well as the quotes' P(states),
+so this needs the default method's indexes. Skipped, with the reason, where
 ../shared/corpus-intl is absent (it is never committed here)."""
 
 from __future__ import annotations
@@ -72,15 +74,57 @@ def _quote(svc: api.SearchService, question: str) -> dict:
 
 
 @pytest.mark.parametrize("question", list(WALKTHROUGH))
-def test_a_stating_quote_or_review(service: api.SearchService, question: str) -> None:
+def test_quotes_read_as_text(service: api.SearchService, question: str) -> None:
+    """Whatever is quoted reads as text: no running header, private-use glyph, paragraph
+    number or sentence cut inside a parenthesis; each chosen sentence is in its passage."""
     ans = _quote(service, question)
-    expected = WALKTHROUGH[question]
+    assert ans["quotes"], question
     for q in ans["quotes"]:
         assert not _HEADER.search(q["text"]), q["text"]
         assert not re.search("[\ue000-\uf8ff]", q["text"]), q["text"]
         assert not re.match(r"\(?\d{1,3}[.)]?\s+[A-Z]", q["text"]), q["text"]
         assert q["text"].count("(") <= q["text"].count(")"), q["text"]
-    if not ans["fact_found"]:
-        return  # the gate sends it to review: honest
-    assert expected is not None, f"nothing in the corpus says it, yet quoted as the answer: {ans['quotes']}"
-    assert any(re.search(expected, q["text"], re.IGNORECASE) for q in ans["quotes"] if q["answers"]), ans
+        assert [q["text"][a:b] for a, b in q["spans"]] == sorted(q["sentences"], key=q["text"].find)
+
+
+@pytest.fixture(scope="module")
+def full_service(tmp_path_factory: pytest.TempPathFactory) -> api.SearchService:
+    """A store of corpus-intl with the default method's indexes (dense: minutes of CPU)."""
+    from sourcepage.retrieval.methods import default_method, parse_method
+
+    path = tmp_path_factory.mktemp("intl-full") / "store"
+    assert not ingest(CORPUS, path).failed
+    svc = api.SearchService(path)
+    svc.searcher.index(parse_method(default_method()))
+    return svc
+
+
+#: the walkthrough questions whose answering page the default ranking does not put in the
+#: top three (where quotes come from): a retrieval gap of issue #23, not of the quotes
+RETRIEVAL_GAPS = {
+    "Under the EU machinery regulation, what must the manufacturer do before placing machinery on "
+    "the market?": "the manufacturers' article (Art. 10) ranks below the importers' and distributors'",
+}
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize(
+    "question",
+    [
+        pytest.param(q, marks=pytest.mark.xfail(reason=RETRIEVAL_GAPS[q], strict=True))
+        if q in RETRIEVAL_GAPS
+        else q
+        for q in WALKTHROUGH
+    ],
+)
+def test_an_answer_quotes_what_states_it_or_goes_to_review(
+    full_service: api.SearchService, question: str
+) -> None:
+    """The whole search, as a user gets it (default method and policy): an ``answer`` has a
+    quote stating what was asked; otherwise the decision is review or refuse."""
+    res = full_service.search(question, k=10)
+    if res["decision"] != "answer":
+        return  # an honest review or refusal
+    expected = WALKTHROUGH[question]
+    assert expected is not None, f"nothing in the corpus says it, yet answered: {res['answer']['quotes']}"
+    assert any(re.search(expected, q["text"], re.IGNORECASE) for q in res["answer"]["quotes"]), res["answer"]

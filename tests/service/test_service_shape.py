@@ -125,3 +125,16 @@ def test_concurrent_searches_of_several_methods_and_versions(client: TestClient)
         again.pop("query_ms")
         again.pop("timings_ms")
         assert all(res == again for j, res in got if j == i)
+
+
+def test_a_quotes_chosen_sentences_are_emphasised_and_the_rest_escaped() -> None:
+    from sourcepage.service.deps import emphasise
+
+    text = "Before <b>. The employer may remove it. After & more."
+    a = text.index("The employer")
+    out = str(emphasise(text, [[a, a + len("The employer may remove it.")]]))
+    assert out == (
+        'Before &lt;b&gt;. <strong class="stating">The employer may remove it.</strong> After &amp; more.'
+    )
+    plain = "Before &lt;b&gt;. The employer may remove it. After &amp; more."
+    assert str(emphasise(text, [])) == str(emphasise(text, None)) == plain

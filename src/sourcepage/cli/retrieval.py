@@ -376,11 +376,14 @@ def search(
         )
     ans = res.get("answer") or {}
     if ans.get("quotes"):
-        label = "supporting sentences" if ans["status"] == "answer" else "draft quotes for the reviewer"
+        label = "supporting quotes" if ans["status"] == "answer" else "draft quotes for the reviewer"
         found = "" if ans.get("fact_found", True) else f" — none states what was asked: {ans['asked']}"
         out.print(Text(f"\n{label}{found}:", style="bold"))
         for q in ans["quotes"]:
-            out.print(f"  \u201c{q['text']}\u201d {q['citation']}", highlight=False, markup=False)
+            line = Text(f"  \u201c{q['text']}\u201d {q['citation']}")
+            for a, b in q.get("spans", []):  # the chosen sentences of the passage, in bold
+                line.stylize("bold", a + 3, b + 3)
+            out.print(line, highlight=False)
     for r in res["results"][:3]:
         plabel = r.get("page_label") or ""
         printed = f", printed p. {plabel}" if plabel and plabel != str(r["page_number"]) else ""

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from sourcepage.corpus.structure import SEP
 from sourcepage.records import Hit
+from sourcepage.retrieval import bm25
 from sourcepage.retrieval.fusion import RRF_K
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
 
@@ -114,12 +115,12 @@ def heading_scores(searcher: Searcher, query: str, pages: Sequence[str]) -> dict
 
 
 class _SectionIndex:
-    """BM25 (bm25s, Lucene variant) over whole sections: the raw text of the pages that share
-    a dominant heading path in one document, joined; a page without a path is its own."""
+    """BM25 (Lucene variant, ``retrieval.bm25``'s in-memory index) over whole sections: the
+    raw text of the pages that share a dominant heading path in one document, joined; a page
+    without a path is its own. Not bm25s itself: importing it (numba, scipy.sparse) cost a
+    one-shot search 2.4 s; ``retrieval.bm25`` computes bm25s's formulas (tested equal)."""
 
     def __init__(self, searcher: Searcher):
-        import bm25s
-
         groups: dict[tuple[str, str], list[str]] = {}
         for pid, (sec, _, _) in sorted(searcher.structure().items()):
             doc, _, n = pid.rpartition("#p")
@@ -131,15 +132,15 @@ class _SectionIndex:
             pages = searcher.store.page_texts(doc, "raw")
             members = groups[(doc, _sec)]
             texts.append("\n".join(pages[int(p.rpartition("#p")[2]) - 1] for p in members))
-        self.model = bm25s.BM25()
-        self.model.index([tokenize(t, _TOKENS) or ["\u2205"] for t in texts], show_progress=False)
+        self.model = bm25.build([tokenize(t, _TOKENS) or ["\u2205"] for t in texts], variant="lucene")
+        self.known = self.model.term_df()
 
     def ranks(self, query: str, pages: Sequence[str]) -> dict[str, int]:
         """Rank (1 = best) of each page's section among the sections of ``pages``."""
-        q = [t for t in tokenize(query, _TOKENS) if t in self.model.vocab_dict]
+        q = [t for t in tokenize(query, _TOKENS) if t in self.known]
         if not q:
             return {}
-        scores = self.model.get_scores(q)
+        scores = bm25.scores(self.model, q)
         secs = sorted(
             {self.section_of[p] for p in pages if p in self.section_of}, key=lambda i: (-scores[i], i)
         )

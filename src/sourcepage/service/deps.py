@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 
 from sourcepage.corpus.fields import FIELD_LABELS
 from sourcepage.records import Document, Question, parse_page_id
@@ -50,6 +51,22 @@ TEMPLATES = Jinja2Templates(directory=HERE / "templates", context_processors=[te
 TEMPLATES.env.globals["facet_labels"] = FACET_LABELS
 TEMPLATES.env.globals["judging"] = JUDGING
 TEMPLATES.env.filters["http_url"] = http_url
+
+
+def emphasise(text: str, spans: list[list[int]] | None) -> Markup:
+    """``text`` escaped, its ``spans`` (a quote's chosen sentences) in ``<strong>``."""
+    out, at = [], 0
+    for a, b in sorted(spans or []):
+        if a < at:
+            continue
+        out += [escape(text[at:a]), Markup('<strong class="stating">'), escape(text[a:b])]
+        out.append(Markup("</strong>"))
+        at = b
+    out.append(escape(text[at:]))
+    return Markup("").join(out)
+
+
+TEMPLATES.env.filters["emphasise"] = emphasise
 
 
 # --------------------------------------------------------------------------- dependencies

@@ -181,8 +181,10 @@ def extract_answer(
     ``support.select.score``). A unit of an interleaved
     page may run two columns' text together: it is quoted (``layout_risk``) but does not
     count as an answer. Returns ``{"status", "asked", "fact_found", "quotes": [{"text",
-    "page", "chunk_id", "citation", "score", "answers", "layout_risk"}], "text"}``; ``score``
-    is the unit's P(states the answer).
+    "sentences", "spans", "page", "chunk_id", "citation", "score", "answers", "layout_risk"}],
+    "text"}``: ``text`` is the passage quoted, ``sentences`` the chosen units in it and
+    ``spans`` their [start, end) characters in ``text`` (to show them emphasised); ``score``
+    is the best of their P(states the answer).
     """
     q = Query.parse(query) if isinstance(query, str) else query
     asked = q.describe_asked()
@@ -212,10 +214,12 @@ def extract_answer(
     quotes = []
     for q in passages(chosen, cands):
         c = q.units[0]
+        text = q.text
         quotes.append(
             {
-                "text": q.text,
+                "text": text,
                 "sentences": [u.text for u in q.units],
+                "spans": sorted([i, i + len(u.text)] for u in q.units if (i := text.find(u.text)) >= 0),
                 "page": c.page.page,
                 "chunk_id": c.page.hit.chunk_id,
                 "citation": c.page.citation,
