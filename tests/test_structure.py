@@ -128,6 +128,24 @@ def test_sect_stage_on_real_pages(nz_eu_store: Path) -> None:
     assert parse_method("sect:route:rrf:bm25+dense").name == "sect:route:rrf:bm25+dense"
 
 
+def test_section_index_is_kept_with_the_store_and_read_back(nz_eu_store: Path) -> None:
+    """The section index is written once under indexes/raw/sections/<key>/ and a new process
+    (a new Searcher) reads it back instead of tokenising every page; same ranks either way."""
+    from sourcepage.retrieval.sections import section_index
+
+    q = "What are the duties of an officer under New Zealand's Act?"
+    first = Searcher(nz_eu_store)
+    pages = [h.page_id for h in first.rank(q, "bm25", k=None).hits]
+    built = section_index(first).ranks(q, pages)
+    root = nz_eu_store / "indexes" / "raw" / "sections"
+    (folder,) = [d for d in root.iterdir() if not d.name.startswith(".")]
+    stamp = (folder / "keys.json").stat().st_mtime_ns
+    again = Searcher(nz_eu_store)
+    assert section_index(again).ranks(q, pages) == built and built
+    assert (folder / "keys.json").stat().st_mtime_ns == stamp  # read, not rebuilt
+    assert [d.name for d in root.iterdir()] == [folder.name]
+
+
 def test_schema_4_store_is_migrated_and_reingested(fresh_corpus: Path, fresh_store: Path) -> None:
     """A schema-4 store gains the structure columns; the next ingest re-extracts every document
     to fill them (the PDF outline and fonts are not in the store), then never again."""

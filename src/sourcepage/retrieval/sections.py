@@ -23,11 +23,16 @@ neighbour weights on one, so both are 0 by default.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
 import re
+import shutil
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sourcepage.corpus.structure import SEP
@@ -35,6 +40,7 @@ from sourcepage.records import Hit
 from sourcepage.retrieval import bm25
 from sourcepage.retrieval.fusion import RRF_K
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
+from sourcepage.store.files import write_json
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
@@ -115,25 +121,64 @@ def heading_scores(searcher: Searcher, query: str, pages: Sequence[str]) -> dict
 
 
 class _SectionIndex:
-    """BM25 (Lucene variant, ``retrieval.bm25``'s in-memory index) over whole sections: the
-    raw text of the pages that share a dominant heading path in one document, joined; a page
-    without a path is its own. Not bm25s itself: importing it (numba, scipy.sparse) cost a
-    one-shot search 2.4 s; ``retrieval.bm25`` computes bm25s's formulas (tested equal)."""
+    """BM25 (Lucene variant, ``retrieval.bm25``'s index) over whole sections: the raw text of
+    the pages that share a dominant heading path in one document, joined; a page without a
+    path is its own. Not bm25s itself: importing it (numba, scipy.sparse) cost a one-shot
+    search 2.4 s; ``retrieval.bm25`` computes bm25s's formulas (tested equal).
+
+    Built once per store state and kept in ``<store>/indexes/raw/sections/<key>/`` (the
+    postings memory-mapped, ``keys.json``), ``key`` a hash of the raw chunks' fingerprint and
+    the pages' structure: building it tokenises every page (0.7 s for corpus-intl), which a
+    one-shot search would otherwise pay. Written to a temporary folder and renamed; where the
+    store cannot be written (a read-only mount) the index lives in memory only."""
 
     def __init__(self, searcher: Searcher):
+        structure = sorted(searcher.structure().items())
         groups: dict[tuple[str, str], list[str]] = {}
-        for pid, (sec, _, _) in sorted(searcher.structure().items()):
+        for pid, (sec, _, _) in structure:
             doc, _, n = pid.rpartition("#p")
             groups.setdefault((doc, sec or f"#p{n}"), []).append(pid)
         self.keys = list(groups)
         self.section_of = {p: i for i, k in enumerate(self.keys) for p in groups[k]}
-        texts = []
-        for doc, _sec in self.keys:
-            pages = searcher.store.page_texts(doc, "raw")
-            members = groups[(doc, _sec)]
-            texts.append("\n".join(pages[int(p.rpartition("#p")[2]) - 1] for p in members))
-        self.model = bm25.build([tokenize(t, _TOKENS) or ["\u2205"] for t in texts], variant="lucene")
+        key = hashlib.sha256(
+            json.dumps([searcher.store.chunk_fingerprint("raw"), structure]).encode()
+        ).hexdigest()[:20]
+        root = searcher.store.path / "indexes" / "raw" / "sections"
+        folder = root / key
+        params = bm25.Bm25Params(variant="lucene")
+        if (folder / "keys.json").is_file() and json.loads((folder / "keys.json").read_text()) == [
+            list(k) for k in self.keys
+        ]:
+            self.model = bm25.load(folder, params)
+        else:
+            tokens = [tokenize(t, _TOKENS) or ["\u2205"] for t in self._texts(searcher, groups)]
+            self.model = self._persist(tokens, root, folder, params)
         self.known = self.model.term_df()
+
+    def _texts(self, searcher: Searcher, groups: dict[tuple[str, str], list[str]]) -> list[str]:
+        texts = []
+        for doc, sec in self.keys:
+            pages = searcher.store.page_texts(doc, "raw")
+            texts.append("\n".join(pages[int(p.rpartition("#p")[2]) - 1] for p in groups[(doc, sec)]))
+        return texts
+
+    def _persist(
+        self, tokens: list[list[str]], root: Path, folder: Path, params: bm25.Bm25Params
+    ) -> bm25.Bm25Index:
+        tmp = root / f".{folder.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            tmp.mkdir(parents=True)
+            bm25.build_into(tokens, tmp, params)
+            write_json(tmp / "keys.json", [list(k) for k in self.keys])
+            os.rename(tmp, folder)  # fails when another process got there first: theirs is equal
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not (folder / "keys.json").is_file():
+                return bm25.build(tokens, variant="lucene")
+        for old in root.iterdir():  # earlier states of the store
+            if old.name != folder.name and not old.name.startswith("."):
+                shutil.rmtree(old, ignore_errors=True)
+        return bm25.load(folder, params)
 
     def ranks(self, query: str, pages: Sequence[str]) -> dict[str, int]:
         """Rank (1 = best) of each page's section among the sections of ``pages``."""
@@ -149,7 +194,7 @@ class _SectionIndex:
 
 
 def section_index(searcher: Searcher) -> _SectionIndex:
-    """The searcher's section index, built on first use (a second for corpus-intl)."""
+    """The searcher's section index, loaded (or built) on first use."""
     idx = searcher.__dict__.get("_section_index")
     if idx is None:
         idx = searcher.__dict__["_section_index"] = _SectionIndex(searcher)
