@@ -228,6 +228,31 @@ def test_a_quote_is_a_passage_of_whole_units_around_the_chosen_one() -> None:
     assert [u.position for u in passages([at[2]], cands)[0].parts] == [1, 2]
 
 
+def test_no_text_is_quoted_twice_across_quotes() -> None:
+    """A list quoted whole and a sentence after its last item: the item, a neighbour of the
+    sentence, is already in the list's quote and is not repeated."""
+    from sourcepage.query import Query
+    from sourcepage.support.answer import passages
+    from sourcepage.support.select import candidates
+
+    text = (
+        "Before removing the devices, the employees must take the following steps:\n"
+        "\u2022 Inspect the machines to assure that they are operationally intact and safe;\n"
+        "\u2022 Check to assure that everyone is positioned safely and away from machines.\n"
+        "After removing the devices, the employer must tell all employees that the devices are gone.\n"
+        "Another person may remove the device under the direction of the employer."
+    )
+    q = Query.parse("Who may remove a lockout device?")
+    cands = candidates(q, [page_hit("d#p3")], {"d#p3": (text, False)})
+    at = {c.position: c for c in cands}
+    assert at[0].unit.kind == "list" and at[3].unit.kind == "item"
+    quotes = passages([at[0], at[4]], cands)  # 4's neighbours: item 3 (in the list) and 5
+    assert len(quotes) == 2
+    assert sum(q.text.count("Check to assure that everyone") for q in quotes) == 1
+    assert quotes[1].text.startswith("After removing the devices")
+    assert quotes[1].text.endswith("direction of the employer.")
+
+
 def test_lead_role_is_the_first_role_named() -> None:
     from sourcepage.support.select import _roles, _stems, lead_role
 

@@ -125,7 +125,8 @@ def passages(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> list[Pa
     """The quotes of ``chosen`` as passages: each unit with the units just before and after
     it on its page (``CONTEXT``; the one after first, while the passage stays within
     ``MAX_PASSAGE`` characters), whole units only, none from a page of another layout
-    risk; passages of one page that meet are merged. Why: the sentence that states an
+    risk; passages of one page that meet are merged, and a neighbour another quote holds
+    is left out (nothing is quoted twice). Why: the sentence that states an
     answer leans on its neighbours (the subject before it, the exception, value or list
     after it) — on the dev splits a stating passage is among the quotes for 82% of
     answerable questions against 72% for the lone sentences (``benchmarks/fit_quotes.py``)."""
@@ -158,6 +159,9 @@ def passages(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> list[Pa
             near.parts = [merged[k] for k in sorted(merged)]
         else:
             out.append(Passage([c], sorted(parts, key=lambda p: p.position)))
+    for q in out:  # a neighbour that another quote already holds (a list and its item) is left out
+        others = [o.text for o in out if o is not q]
+        q.parts = [p for p in q.parts if p in q.units or not any(p.text in t for t in others)]
     return out
 
 
