@@ -25,7 +25,6 @@ package (``models/ltr-<parts>.json``) and replaceable per store
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sourcepage.records import Hit, parse_page_id
+from sourcepage.retrieval.bm25 import idf as bm25_idf
 from sourcepage.retrieval.fusion import RRF_K, rrf
 from sourcepage.retrieval.tokenize import content_terms
 
@@ -83,7 +83,7 @@ def candidates(
     info = _page_info(searcher)
     df, n_chunks = searcher.term_df()
     terms = sorted(content_terms(query))
-    idf = {t: math.log(1 + (n_chunks - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+    idf = {t: bm25_idf(df.get(t, 0), n_chunks) for t in terms}
     total = sum(idf.values()) or 1.0
     docs = [parse_page_id(h.page_id)[0] for h in fused]
     doc_count = {d: docs.count(d) for d in set(docs)}

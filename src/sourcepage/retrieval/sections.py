@@ -24,7 +24,6 @@ neighbour weights on one, so both are 0 by default.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from sourcepage.corpus.structure import SEP
 from sourcepage.records import Hit
+from sourcepage.retrieval.bm25 import idf as bm25_idf
 from sourcepage.retrieval.fusion import RRF_K
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
 
@@ -92,7 +92,7 @@ def _idf(searcher: Searcher) -> dict[str, float]:
             for t in ts:
                 df[t] = df.get(t, 0) + 1
         n = max(len(terms), 1)
-        cached = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+        cached = {t: bm25_idf(d, n) for t, d in df.items()}
         searcher.__dict__["_heading_idf"] = cached
     return cached
 
