@@ -66,6 +66,7 @@ from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import Store
 from sourcepage.store.files import write_text
+from sourcepage.store.schema import now
 from sourcepage.text.versions import TextSettings
 from sourcepage.vocabulary import PAGE_METRICS, TEXT_VERSIONS
 
@@ -232,7 +233,7 @@ class BeirBenchmark(Benchmark):
         return {
             "schema": 1,
             "benchmark": "beir",
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "created_at": now(),
             "beir_dir": str(beir_dir),
             "split": split,
             "depth": self.depth,

@@ -48,6 +48,7 @@ from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.retrieval.tokenize import TokenizerConfig
 from sourcepage.store.db import Store
 from sourcepage.store.files import write_json
+from sourcepage.store.schema import now
 from sourcepage.text.chunk import ChunkConfig
 from sourcepage.text.clean import CleanConfig
 from sourcepage.text.versions import DEFAULT_ENRICH_FIELDS, TextSettings
@@ -371,7 +372,7 @@ class QuestionsBenchmark(Benchmark):
         runs = ctx.runs
         return {
             "schema": 1,
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "created_at": now(),
             "seed": d.seed,
             "bootstrap_resamples": d.bootstrap,
             "depth": DEPTH,

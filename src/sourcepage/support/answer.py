@@ -26,7 +26,6 @@ import json
 import os
 import re
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from sourcepage.query import PageHit, Query
+from sourcepage.store.schema import now
 from sourcepage.support.select import (
     EMBEDDING_FEATURES,
     RULE_THRESHOLD,
@@ -193,7 +193,7 @@ def log_answer(
     (atomically, replacing an older ``.1``), so the log starts again empty."""
     line = json.dumps(
         {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "time": now(),
             "question": question,
             "method": method,
             "decision": decision,
