@@ -8,6 +8,7 @@ is named ``<doc_id>#p<n>`` (n = 1-based physical page index), a chunk
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,6 +151,12 @@ class Hit:
     page_id: str
     score: float
     chunk_id: str
+
+
+def renumber(hits: Iterable[Hit]) -> list[Hit]:
+    """The hits in the order given, ranked 1, 2, … (pages, scores and chunks kept): the one
+    renumbering after a stage reorders a ranking (rerankers, ``sect:``, ``ltr:``, contents last)."""
+    return [Hit(rank=r, page_id=h.page_id, score=h.score, chunk_id=h.chunk_id) for r, h in enumerate(hits, 1)]
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sourcepage.records import Hit, parse_page_id
+from sourcepage.records import Hit, parse_page_id, renumber
 from sourcepage.retrieval.bm25 import idf as bm25_idf
 from sourcepage.retrieval.fusion import RRF_K, rrf
 from sourcepage.retrieval.tokenize import content_terms
@@ -177,10 +177,7 @@ def fit(x: np.ndarray, y: np.ndarray, names: Sequence[str], c: float = 1.0, seed
 def rerank(hits: Sequence[Hit], scores: np.ndarray) -> list[Hit]:
     """Hits (in RRF order) reordered by model score, ties keeping RRF order."""
     order = sorted(range(len(hits)), key=lambda i: (-round(float(scores[i]), 9), i))
-    return [
-        Hit(rank=r, page_id=hits[i].page_id, score=float(scores[i]), chunk_id=hits[i].chunk_id)
-        for r, i in enumerate(order, 1)
-    ]
+    return renumber(Hit(hits[i].rank, hits[i].page_id, float(scores[i]), hits[i].chunk_id) for i in order)
 
 
 class LtrMethod:

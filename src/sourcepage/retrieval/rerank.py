@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sourcepage.records import Hit
+from sourcepage.records import Hit, renumber
 from sourcepage.retrieval.sentvec import units
 from sourcepage.store.db import Store
 
@@ -80,12 +80,7 @@ def rerank(
                 best, chunk = cos[s], cid
         scored.append((-round(best, 9), h.rank, h.page_id, float(best), chunk))
     scored.sort(key=lambda t: t[:2])
-    out = [Hit(rank=r, page_id=p, score=s, chunk_id=c) for r, (_, _, p, s, c) in enumerate(scored, 1)]
-    out += [
-        Hit(rank=len(out) + i, page_id=h.page_id, score=h.score, chunk_id=h.chunk_id)
-        for i, h in enumerate(tail, 1)
-    ]
-    return out
+    return renumber([*(Hit(r, p, s, c) for _, r, p, s, c in scored), *tail])
 
 
 class RerankMethod:

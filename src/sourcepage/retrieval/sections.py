@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sourcepage.corpus.structure import SEP
-from sourcepage.records import Hit
+from sourcepage.records import Hit, renumber
 from sourcepage.retrieval.bm25 import idf as bm25_idf
 from sourcepage.retrieval.fusion import RRF_K
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
@@ -188,10 +188,7 @@ def section_rank(
 
     order = sorted(top, key=lambda h: (low(h), -round(score[h.page_id], 12), h.rank))
     order += rest
-    return [
-        Hit(rank=r, page_id=h.page_id, score=score.get(h.page_id, h.score), chunk_id=h.chunk_id)
-        for r, h in enumerate(order, 1)
-    ]
+    return renumber(Hit(h.rank, h.page_id, score.get(h.page_id, h.score), h.chunk_id) for h in order)
 
 
 class SectionMethod:
