@@ -218,6 +218,7 @@ def audit(
 ) -> None:
     """Per-document layout/quality audit: low-text, image and multi-column pages."""
     from sourcepage.corpus.audit import AUDIT_FLAGS, audit_csv, page_flags, summarize_audit
+    from sourcepage.records import page_id
     from sourcepage.store.db import Store, StoreError
     from sourcepage.store.files import write_text
 
@@ -259,9 +260,8 @@ def audit(
         for r in rows:
             flags = page_flags(r)
             if flags:
-                out.print(
-                    f"  {r['doc_id']}#p{r['page_no']}: {', '.join(flags)} ({r['chars']} chars)", markup=False
-                )
+                pid = page_id(r["doc_id"], r["page_no"])
+                out.print(f"  {pid}: {', '.join(flags)} ({r['chars']} chars)", markup=False)
     if csv_path:
         write_text(csv_path, audit_csv(rows))
         out.print(f"wrote {csv_path}", markup=False)

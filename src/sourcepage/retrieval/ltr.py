@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sourcepage.records import Hit, parse_page_id, renumber
+from sourcepage.records import Hit, page_id, parse_page_id, renumber
 from sourcepage.retrieval.bm25 import idf as bm25_idf
 from sourcepage.retrieval.fusion import RRF_K, rrf
 from sourcepage.retrieval.tokenize import content_terms
@@ -61,7 +61,7 @@ def _page_info(searcher: Searcher) -> dict[str, tuple[frozenset[str], int, int]]
         for doc_id in searcher.documents:
             for n, text in enumerate(searcher.store.page_texts(doc_id, "raw"), 1):
                 row = flags.get((doc_id, n), {})
-                cached[f"{doc_id}#p{n}"] = (
+                cached[page_id(doc_id, n)] = (
                     frozenset(content_terms(text)),
                     int(row.get("contents_page", 0)),
                     int(row.get("low_text_300", 0)),
@@ -105,7 +105,7 @@ def candidates(
             rr.append(1.0 / rank[h.page_id] if h.page_id in rank else 0.0)
             z.append(score.get(h.page_id, zmin))
             drr.append(1.0 / doc_best[d] if d in doc_best else 0.0)
-            nb = [rank[x] for x in (f"{d}#p{p - 1}", f"{d}#p{p + 1}") if x in rank]
+            nb = [rank[x] for x in (page_id(d, p - 1), page_id(d, p + 1)) if x in rank]
             nrr.append(1.0 / min(nb) if nb else 0.0)
         cols += [np.array(rr), np.array(z), np.array(drr), np.array(nrr)]
     cov, miss, contents, low = [], [], [], []

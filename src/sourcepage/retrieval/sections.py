@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sourcepage.corpus.structure import SEP
-from sourcepage.records import Hit, renumber
+from sourcepage.records import Hit, page_id, renumber
 from sourcepage.retrieval.bm25 import idf as bm25_idf
 from sourcepage.retrieval.fusion import RRF_K
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
@@ -155,10 +155,10 @@ def section_index(searcher: Searcher) -> _SectionIndex:
     return idx
 
 
-def _neighbours(page_id: str) -> tuple[str, str]:
-    doc, _, n = page_id.rpartition("#p")
+def _neighbours(pid: str) -> tuple[str, str]:
+    doc, _, n = pid.rpartition("#p")
     k = int(n)
-    return f"{doc}#p{k - 1}", f"{doc}#p{k + 1}"
+    return page_id(doc, k - 1), page_id(doc, k + 1)
 
 
 def section_rank(

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sourcepage.records import Chunk, Document, PageAudit
+from sourcepage.records import Chunk, Document, PageAudit, page_id
 from sourcepage.store.schema import now
 
 _STATE_BATCH = 500
@@ -136,12 +136,12 @@ class DocumentTables:
         rows = self.conn.execute(
             "SELECT p.doc_id, p.page_no FROM pages p JOIN documents d ON d.doc_id=p.doc_id AND d.status='ok'"
         ).fetchall()
-        return {f"{d}#p{n}" for d, n in rows}
+        return {page_id(d, n) for d, n in rows}
 
     def contents_pages(self) -> set[str]:
         """Page ids (``doc#pN``) the audit flags as a table of contents."""
         rows = self.conn.execute("SELECT doc_id, page_no FROM pages WHERE contents_page=1").fetchall()
-        return {f"{d}#p{n}" for d, n in rows}
+        return {page_id(d, n) for d, n in rows}
 
     def set_structure(self, conn: sqlite3.Connection, doc_id: str, rows: list[tuple[str, str, str]]) -> None:
         """Store each page's (section, JSON list of heading paths, page kind), in page order,
@@ -158,7 +158,7 @@ class DocumentTables:
     def page_structure(self) -> dict[str, tuple[str, str, str]]:
         """page id → (section, JSON list of heading paths, page kind) of every stored page."""
         rows = self.conn.execute("SELECT doc_id, page_no, section, sections, page_kind FROM pages").fetchall()
-        return {f"{d}#p{n}": (sec, secs, kind) for d, n, sec, secs, kind in rows}
+        return {page_id(d, n): (sec, secs, kind) for d, n, sec, secs, kind in rows}
 
     def structure_pending(self) -> bool:
         """True when a migration added the structure columns and no ingest has filled them."""
