@@ -32,6 +32,13 @@ MANIFEST_COLUMNS: tuple[str, ...] = (
 
 TEXT_VERSIONS: tuple[str, ...] = ("raw", "cleaned", "enriched")
 
+
+def check_text_version(version: str) -> str:
+    """``version`` when it is one of ``TEXT_VERSIONS``; else ValueError naming the choices."""
+    if version not in TEXT_VERSIONS:
+        raise ValueError(f"unknown text version {version!r}; choose from {TEXT_VERSIONS}")
+    return version
+
 #: the largest page number a page id may carry (a document has far fewer pages)
 MAX_PAGE_NUMBER = 10_000_000
 _PAGE_ID = re.compile(r"^(?P<doc>[a-z0-9][a-z0-9_-]*)#p(?P<n>[1-9][0-9]*)\Z")

@@ -74,12 +74,13 @@ def index(
     import time
 
     from sourcepage import api
+    from sourcepage.records import TEXT_VERSIONS
     from sourcepage.retrieval.index import build_index, build_indexes, index_params, index_size_bytes
     from sourcepage.retrieval.methods import parse_method, parse_methods
     from sourcepage.retrieval.settings import IndexSettings
     from sourcepage.store.db import Store, StoreError
 
-    versions = ["raw", "cleaned", "enriched"] if version == "all" else version.split(",")
+    versions = list(TEXT_VERSIONS) if version == "all" else version.split(",")
     workers = workers or os.cpu_count() or 1
     try:
         settings = IndexSettings(dense_search=dense_search)

@@ -41,7 +41,7 @@ from sourcepage.evaluation.runner import (
     run_means,
 )
 from sourcepage.ingest import ingest
-from sourcepage.records import Question
+from sourcepage.records import Question, check_text_version
 from sourcepage.retrieval.fusion import RRF_K
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.settings import IndexSettings
@@ -74,7 +74,7 @@ class Design:
     """What to run: blocks of versions × methods, and the settings that shape them."""
 
     blocks: list[tuple[list[str], list[str]]] = field(
-        default_factory=lambda: [(["raw", "cleaned", "enriched"], ["bm25", "lsa", "rrf:bm25+lsa"])]
+        default_factory=lambda: [(list(TEXT_VERSIONS), ["bm25", "lsa", "rrf:bm25+lsa"])]
     )
     text: TextSettings = field(default_factory=TextSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
@@ -88,8 +88,7 @@ class Design:
         out: list[tuple[str, str]] = []
         for versions, methods in self.blocks:
             for v in versions:
-                if v not in TEXT_VERSIONS:
-                    raise ValueError(f"unknown text version {v!r}; choose from {TEXT_VERSIONS}")
+                check_text_version(v)
                 for m in methods:
                     pair = (v, parse_method(m).name)
                     if pair not in out:
