@@ -11,13 +11,13 @@ between retrieval and support: it reads both above it, and support/ reads it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sourcepage.corpus.pagelabels import citation
 from sourcepage.records import Document, Hit, parse_page_id
+from sourcepage.retrieval.bm25 import idf
 from sourcepage.retrieval.routing import Route
 from sourcepage.retrieval.tokenize import content_terms, stem_terms, tokenize
 from sourcepage.text.facts import Asked, asked_facts, asked_value
@@ -30,7 +30,7 @@ __all__ = ["PageHit", "Query", "term_weights"]
 
 def term_weights(terms: Sequence[str], df: Mapping[str, int], n_docs: int) -> dict[str, float]:
     """Lucene-style idf, ln(1 + (N − df + 0.5)/(df + 0.5)): ≥ 0, largest for unseen terms."""
-    return {t: math.log(1 + (n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+    return {t: idf(df.get(t, 0), n_docs) for t in terms}
 
 
 @dataclass(frozen=True)

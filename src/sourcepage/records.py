@@ -8,6 +8,7 @@ is named ``<doc_id>#p<n>`` (n = 1-based physical page index), a chunk
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,13 @@ MANIFEST_COLUMNS: tuple[str, ...] = (
 )
 
 TEXT_VERSIONS: tuple[str, ...] = ("raw", "cleaned", "enriched")
+
+
+def check_text_version(version: str) -> str:
+    """``version`` when it is one of ``TEXT_VERSIONS``; else ValueError naming the choices."""
+    if version not in TEXT_VERSIONS:
+        raise ValueError(f"unknown text version {version!r}; choose from {TEXT_VERSIONS}")
+    return version
 
 #: the largest page number a page id may carry (a document has far fewer pages)
 MAX_PAGE_NUMBER = 10_000_000
@@ -150,6 +158,12 @@ class Hit:
     page_id: str
     score: float
     chunk_id: str
+
+
+def renumber(hits: Iterable[Hit]) -> list[Hit]:
+    """The hits in the order given, ranked 1, 2, … (pages, scores and chunks kept): the one
+    renumbering after a stage reorders a ranking (rerankers, ``sect:``, ``ltr:``, contents last)."""
+    return [Hit(rank=r, page_id=h.page_id, score=h.score, chunk_id=h.chunk_id) for r, h in enumerate(hits, 1)]
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from sourcepage.store.schema import now
+
 REFERENCE: dict[str, Any] = {
     "source": "study §3.8 reference benchmark (18 PDFs, 417 pages, 1052 raw chunks, 54 questions; "
     "5 vCPU AMD EPYC 9V74 VM, Python 3.13.5, pypdf 5.9.0)",
@@ -107,7 +109,7 @@ def machine_info() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "cpu_usable": affinity,
         "packages": versions,
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "timestamp": now(),
     }
 
 

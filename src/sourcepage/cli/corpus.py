@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -22,19 +22,41 @@ from sourcepage.cli._common import (
 from sourcepage.limits import EXTRACT_LIMITS
 
 if TYPE_CHECKING:
+    from sourcepage.ingest import IngestReport
     from sourcepage.text.versions import TextSettings
+
+
+CorpusOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--corpus",
+        help="Corpus folder (manifest.csv + pdf/: PDF, .txt, .md); repeat it to ingest several "
+        "folders as one collection.",
+    ),
+]
+BeirOpt = Annotated[
+    Path | None,
+    typer.Option("--beir", help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/) instead of --corpus."),
+]
+MaxMemoryOpt = Annotated[
+    int, typer.Option(help="MiB of memory one document's extraction may use (then it is skipped).")
+]
+MaxSecondsOpt = Annotated[
+    float, typer.Option(help="Seconds one document's extraction may take (then it is skipped).")
+]
+AssetUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Link every asset_id to this http(s) URL, e.g. "
+        "'https://bim.example.com/viewer?guid={asset_id}' (kept in the store until changed; '' removes "
+        "the links)."
+    ),
+]
 
 
 def ingest(
     ctx: typer.Context,
-    corpus: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--corpus",
-            help="Corpus folder (manifest.csv + pdf/: PDF, .txt, .md); repeat it to ingest several "
-            "folders as one collection.",
-        ),
-    ] = None,
+    corpus: CorpusOpt = None,
     store: StoreOpt = Path(".store"),
     engine: Annotated[str, typer.Option(help="pypdfium2 (default) or pypdf (the study's).")] = "pypdfium2",
     allow_checksum_mismatch: Annotated[bool, typer.Option(help="Warn instead of failing.")] = False,
@@ -52,32 +74,18 @@ def ingest(
         int, typer.Option(help="Extraction processes (0: one per core for corpora over 64 MB, else 1).")
     ] = 0,
     force: Annotated[bool, typer.Option(help="Re-extract every document.")] = False,
-    beir: Annotated[
-        Path | None,
-        typer.Option("--beir", help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/) instead of --corpus."),
-    ] = None,
+    beir: BeirOpt = None,
     title_in_text: Annotated[
         bool, typer.Option(help="BEIR: page text = title + text (default: text; title in enriched).")
     ] = False,
-    max_memory: Annotated[
-        int, typer.Option(help="MiB of memory one document's extraction may use (then it is skipped).")
-    ] = EXTRACT_LIMITS.memory_mb,
-    max_seconds: Annotated[
-        float, typer.Option(help="Seconds one document's extraction may take (then it is skipped).")
-    ] = EXTRACT_LIMITS.seconds,
+    max_memory: MaxMemoryOpt = EXTRACT_LIMITS.memory_mb,
+    max_seconds: MaxSecondsOpt = EXTRACT_LIMITS.seconds,
     max_pages: Annotated[
         int, typer.Option(help="Pages a document may have (more: it is skipped).")
     ] = EXTRACT_LIMITS.pages,
     ray: RayOpt = False,
     ray_address: RayAddressOpt = None,
-    asset_url: Annotated[
-        str | None,
-        typer.Option(
-            help="Link every asset_id to this http(s) URL, e.g. "
-            "'https://bim.example.com/viewer?guid={asset_id}' (kept in the store until changed; '' removes "
-            "the links)."
-        ),
-    ] = None,
+    asset_url: AssetUrlOpt = None,
 ) -> None:
     """Validate, extract, audit, clean and chunk a corpus into a store (incremental).
 
@@ -114,6 +122,17 @@ def ingest(
         return
     if not corpus:
         fail("give --corpus DIR (or --beir DIR)")
+    options = {"engine": engine, "allow_checksum_mismatch": allow_checksum_mismatch, "settings": settings}
+    options |= {"workers": workers or None, "force": force, "limits": limits}
+    rep = _ingest_corpus(corpus, store, options, ray, ray_address)
+    _print_ingest(rep, store, asset_url)
+
+
+def _ingest_corpus(
+    corpus: list[Path], store: Path, options: dict[str, Any], ray: bool, ray_address: str | None
+) -> IngestReport:
+    """``ingest --corpus`` (one folder or several as one collection) with a progress bar;
+    ``options``: the keyword arguments of ``sourcepage.ingest.ingest``."""
     from sourcepage.ingest import ingest as run
     from sourcepage.store.db import StoreError
 
@@ -125,23 +144,17 @@ def ingest(
             prog.update(task, completed=done, total=total, description=f"extracted {escape(doc_id)}")
 
         try:
-            rep = run(
-                corpus if len(corpus) > 1 else corpus[0],
-                store,
-                engine=engine,
-                allow_checksum_mismatch=allow_checksum_mismatch,
-                settings=settings,
-                workers=workers or None,
-                force=force,
-                progress=tick,
-                limits=limits,
-                executor=ex,
-            )
+            return run(corpus if len(corpus) > 1 else corpus[0], store, progress=tick, executor=ex, **options)
         except (ValueError, StoreError) as e:  # ManifestError, another ingest at work (StoreBusy)
             fail(str(e))
         finally:
             if ex is not None:
                 ex.close()
+
+
+def _print_ingest(rep: IngestReport, store: Path, asset_url: str | None) -> None:
+    """What an ingest did (documents, pages, time, chunks), then the asset links when set,
+    the skipped documents and the warnings."""
     rate = rep.pages_extracted / rep.wall_seconds if rep.wall_seconds else 0.0
     out.print(f"[bold]store[/] {escape(str(rep.store))}  engine {escape(rep.engine)}")
     out.print(
@@ -218,6 +231,7 @@ def audit(
 ) -> None:
     """Per-document layout/quality audit: low-text, image and multi-column pages."""
     from sourcepage.corpus.audit import AUDIT_FLAGS, audit_csv, page_flags, summarize_audit
+    from sourcepage.records import page_id
     from sourcepage.store.db import Store, StoreError
     from sourcepage.store.files import write_text
 
@@ -259,9 +273,8 @@ def audit(
         for r in rows:
             flags = page_flags(r)
             if flags:
-                out.print(
-                    f"  {r['doc_id']}#p{r['page_no']}: {', '.join(flags)} ({r['chars']} chars)", markup=False
-                )
+                pid = page_id(r["doc_id"], r["page_no"])
+                out.print(f"  {pid}: {', '.join(flags)} ({r['chars']} chars)", markup=False)
     if csv_path:
         write_text(csv_path, audit_csv(rows))
         out.print(f"wrote {csv_path}", markup=False)

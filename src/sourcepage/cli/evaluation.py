@@ -197,104 +197,120 @@ def _eval_beir(
     )
 
 
+CorpusOpt = Annotated[Path | None, typer.Option("--corpus", help="Corpus folder (manifest.csv + pdf/).")]
+ScaleOpt = Annotated[
+    int | None,
+    typer.Option(help="Instead: a synthetic collection of N chunks, ingested, indexed and queried."),
+]
+ScaleBeirOpt = Annotated[
+    Path | None, typer.Option("--beir", help="With --scale: use this BEIR folder instead of generating.")
+]
+WorkOpt = Annotated[
+    Path | None, typer.Option("--work", help="With --scale: folder for the collection and store.")
+]
+IngestOpt = Annotated[
+    bool, typer.Option(help="With --scale: ingest into a store (--no-ingest: index the texts directly).")
+]
+LoadOpt = Annotated[
+    bool,
+    typer.Option(
+        "--load",
+        help="Instead: load `sourcepage serve --store` on 127.0.0.1; with --questions, searches only, "
+        "else a reviewer's mix of searches, pages, images and document lists.",
+    ),
+]
+LoadMethodOpt = Annotated[
+    str, typer.Option(help="With --load --questions: the method searched (default: the default method).")
+]
+ServiceOpt = Annotated[
+    bool, typer.Option(help="Also time a cold one-shot search and the web API (--no-service: skip them).")
+]
+ReingestOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--reingest",
+        help="With --load: at half time, `ingest --force` this corpus folder into the store while the "
+        "load goes on.",
+    ),
+]
+WritesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--writes",
+        help="With --load: a reviewer (bench-load, created in the store) signs in once and posts reviews "
+        "from every client (they go to the store's review log: load a copy).",
+    ),
+]
+DenseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dense",
+        help="With --scale N: approximate vs exact dense search on N clustered 384-d vectors "
+        "(recall@100, build, memory, latency); with --store and --questions instead of --scale: "
+        "on the store's MiniLM embeddings and its questions.",
+    ),
+]
+AnnLibraryOpt = Annotated[
+    str,
+    typer.Option(
+        help="With --dense: sourcepage (the one used), all, or a comma list of "
+        "sourcepage, faiss-cpu, hnswlib, usearch (each if installed)."
+    ),
+]
+
+
 def bench(
-    corpus: Annotated[
-        Path | None, typer.Option("--corpus", help="Corpus folder (manifest.csv + pdf/).")
-    ] = None,
+    corpus: CorpusOpt = None,
     questions: Annotated[Path | None, typer.Option("--questions", help="questions.jsonl to time.")] = None,
     store: StoreOpt = Path(".store"),
     repeats: Annotated[int, typer.Option(help="Repeats per measurement (medians reported).")] = 5,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON.")] = None,
-    scale: Annotated[
-        int | None,
-        typer.Option(help="Instead: a synthetic collection of N chunks, ingested, indexed and queried."),
-    ] = None,
-    beir: Annotated[
-        Path | None, typer.Option("--beir", help="With --scale: use this BEIR folder instead of generating.")
-    ] = None,
-    work: Annotated[
-        Path | None, typer.Option("--work", help="With --scale: folder for the collection and store.")
-    ] = None,
+    scale: ScaleOpt = None,
+    beir: ScaleBeirOpt = None,
+    work: WorkOpt = None,
     queries: Annotated[int, typer.Option(help="With --scale: questions to time.")] = 100,
     peer: Annotated[bool, typer.Option(help="With --scale: also index and query bm25s.")] = True,
-    ingest: Annotated[
-        bool, typer.Option(help="With --scale: ingest into a store (--no-ingest: index the texts directly).")
-    ] = True,
-    load: Annotated[
-        bool,
-        typer.Option(
-            "--load",
-            help="Instead: load `sourcepage serve --store` on 127.0.0.1; with --questions, searches only, "
-            "else a reviewer's mix of searches, pages, images and document lists.",
-        ),
-    ] = False,
+    ingest: IngestOpt = True,
+    load: LoadOpt = False,
     clients: Annotated[int, typer.Option(help="With --load: concurrent clients.")] = 32,
     seconds: Annotated[float, typer.Option(help="With --load and no --questions: how long.")] = 30.0,
     requests: Annotated[int, typer.Option(help="With --load --questions: searches in total.")] = 2000,
     workers: Annotated[int, typer.Option(help="With --load: server worker processes.")] = 2,
-    method: Annotated[
-        str, typer.Option(help="With --load --questions: the method searched (default: the default method).")
-    ] = "default",
-    service: Annotated[
-        bool,
-        typer.Option(help="Also time a cold one-shot search and the web API (--no-service: skip them)."),
-    ] = True,
-    reingest: Annotated[
-        Path | None,
-        typer.Option(
-            "--reingest",
-            help="With --load: at half time, `ingest --force` this corpus folder into the store while the "
-            "load goes on.",
-        ),
-    ] = None,
-    writes: Annotated[
-        bool,
-        typer.Option(
-            "--writes",
-            help="With --load: a reviewer (bench-load, created in the store) signs in once and posts reviews "
-            "from every client (they go to the store's review log: load a copy).",
-        ),
-    ] = False,
-    dense: Annotated[
-        bool,
-        typer.Option(
-            "--dense",
-            help="With --scale N: approximate vs exact dense search on N clustered 384-d vectors "
-            "(recall@100, build, memory, latency); with --store and --questions instead of --scale: "
-            "on the store's MiniLM embeddings and its questions.",
-        ),
-    ] = False,
-    ann_library: Annotated[
-        str,
-        typer.Option(
-            help="With --dense: sourcepage (the one used), all, or a comma list of "
-            "sourcepage, faiss-cpu, hnswlib, usearch (each if installed)."
-        ),
-    ] = "sourcepage",
+    method: LoadMethodOpt = "default",
+    service: ServiceOpt = True,
+    reingest: ReingestOpt = None,
+    writes: WritesOpt = False,
+    dense: DenseOpt = False,
+    ann_library: AnnLibraryOpt = "sourcepage",
 ) -> None:
     """Time extraction, BM25 index build and query latency here, next to the study's §3.8;
     with --scale N, build time, peak memory, disk and latency at N chunks beside bm25s; with
     --load, requests/s, latency and errors of the web service under concurrent clients."""
-    if load:
-        if questions is not None:
-            from sourcepage.cli.bench_startup import bench_search_load
+    if load and questions is not None:
+        from sourcepage.cli.bench_startup import bench_search_load
 
-            bench_search_load(store, questions, method, workers, clients, requests, json_out)
-        else:
-            from sourcepage.cli.bench_load import bench_load
+        bench_search_load(store, questions, method, workers, clients, requests, json_out)
+    elif load:
+        from sourcepage.cli.bench_load import bench_load
 
-            bench_load(store, clients, seconds, workers, json_out, reingest, writes)
-        return
-    if dense:
+        bench_load(store, clients, seconds, workers, json_out, reingest, writes)
+    elif dense:
         from sourcepage.cli.bench_dense import bench_dense
 
         bench_dense(scale, store if questions else None, questions, work, queries, ann_library, json_out)
-        return
-    if scale is not None or beir is not None:
+    elif scale is not None or beir is not None:
         _bench_scale(scale, beir, work, queries, min(repeats, 3), peer, json_out, ingest)
-        return
-    if corpus is None or questions is None:
+    elif corpus is None or questions is None:
         fail("give --corpus DIR and --questions FILE (or --scale N, or --load --store DIR)")
+    else:
+        _bench_speed(corpus, questions, store, repeats, service, json_out)
+
+
+def _bench_speed(
+    corpus: Path, questions: Path, store: Path, repeats: int, service: bool, json_out: Path | None
+) -> None:
+    """``bench`` on a corpus: extraction, index build and query latency beside the study's,
+    the start-up figures, and BM25's parity with rank_bm25 (exit 1 on a mismatch)."""
     from sourcepage.bench.speed import run_bench
 
     try:
@@ -331,12 +347,17 @@ def bench(
         )
     else:
         out.print(f"Parity with rank_bm25 BM25Okapi(epsilon=0): {NOT_INSTALLED} (dev extra)")
+    _write_json(json_out, r)
+    if p["ok"] is False:
+        raise typer.Exit(1)
+
+
+def _write_json(json_out: Path | None, r: Any) -> None:
+    """A benchmark's results as JSON at ``json_out`` (when given), and say where."""
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(r, indent=2) + "\n", encoding="utf-8")
         out.print(f"json: {json_out}", markup=False)
-    if p["ok"] is False:
-        raise typer.Exit(1)
 
 
 def _print_extraction(r: dict[str, Any]) -> None:
@@ -460,7 +481,4 @@ def _bench_scale(
     out.print(t)
     if b:
         out.print(f"ours ÷ bm25s: p50 {b['x_ours_p50']:.2f}×, p95 {b['x_ours_p95']:.2f}×")
-    if json_out:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(r, indent=2) + "\n", encoding="utf-8")
-        out.print(f"json: {json_out}", markup=False)
+    _write_json(json_out, r)

@@ -4,7 +4,7 @@ answer / review / refuse policy) and ``reviews`` (the reviewer log)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -45,6 +45,10 @@ def _show(card: Card) -> None:
         out.print(Text("   ".join(f"{name}: {grade}" for name, grade in card.grades)))
 
 
+#: the judging session's terminal I/O (labels.session's ask / show / say)
+_TERMINAL = {"ask": _ask, "show": _show, "say": _hint}
+
+
 def judge(
     store: StoreOpt = Path(".store"),
     questions: Annotated[Path, typer.Option("--questions", help="questions.jsonl (spec §3).")] = Path(
@@ -71,23 +75,9 @@ def judge(
     from sourcepage.evaluation.questions import QuestionError, read_questions
     from sourcepage.labels import judgments as J
     from sourcepage.labels import session as S
-    from sourcepage.retrieval.search import Searcher
     from sourcepage.store.db import Store, StoreError
 
-    if not reviewer.strip():
-        fail("--reviewer NAME is required")
-    from sourcepage.store.reviewers import check_name
-
-    try:
-        check_name(reviewer)
-    except ValueError as e:
-        fail(str(e))
-    if reviewer.startswith(J.ADJUDICATOR):
-        fail(f"reviewer names starting with {J.ADJUDICATOR!r} are reserved")
-    if adjudicate_ and not kappa:
-        fail("--adjudicate needs --kappa OTHER (the reviewer to reconcile with)")
-    if depth < 1:
-        fail(f"--depth must be at least 1, got {depth}")
+    _check_judge_options(reviewer, kappa, adjudicate_, depth)
     try:
         st = Store(store)
         qs = read_questions(questions, st.page_ids())
@@ -95,47 +85,88 @@ def judge(
         fail(str(e))
     conn = J.connect(db or J.default_path(store))
     cards = S.Cards(st, qs)
-    terminal = {"ask": _ask, "show": _show, "say": _hint}
-
-    acted = False
     if kappa:
-        acted = True
-        k = J.cohens_kappa(conn, reviewer, kappa)
-
-        def num(x: float | None, none: str) -> str:
-            return none if x is None else f"{x:.3f}"
-
-        out.print(
-            f"Cohen's kappa {reviewer} vs {kappa}: {num(k['kappa'], 'undefined')} over {k['n']} pairs "
-            f"(agreement {num(k['agreement'], '–')}); binary relevance (grade >= 1): "
-            f"{num(k['kappa_binary'], 'undefined')} (agreement {num(k['agreement_binary'], '–')})",
-            markup=False,
-        )
-        dis = J.disagreements(conn, reviewer, kappa)
-        if dis:
-            t = Table(title=f"{len(dis)} disagreements", title_justify="left")
-            for col in ("question", "page", reviewer, kappa):
-                t.add_column(escape(col), no_wrap=True)
-            for d in dis:
-                t.add_row(escape(d["question_id"]), escape(d["page"]), str(d[reviewer]), str(d[kappa]))
-            out.print(t)
-        else:
-            out.print("no disagreements")
+        dis = _print_agreement(conn, reviewer, kappa)
         if adjudicate_:
-            S.adjudicate_pairs(conn, cards, dis, reviewer, kappa, **terminal)
+            S.adjudicate_pairs(conn, cards, dis, reviewer, kappa, **_TERMINAL)
     if export_to is not None:
-        acted = True
-        rep = J.export(conn, qs, export_to, reviewer=reviewer)
-        for w in rep.warnings:
-            err.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
-        out.print(
-            f"wrote {rep.questions} questions to {export_to} "
-            f"({len(rep.changed)} with changed evidence, {len(rep.warnings)} warnings)",
-            highlight=False,
-            markup=False,
-        )
-    if acted:
+        _export_judgments(conn, qs, export_to, reviewer)
+    if kappa or export_to is not None:
         return
+    _judge_pooled(conn, cards, st, qs, reviewer, methods, depth, version)
+
+
+def _check_judge_options(reviewer: str, kappa: str | None, adjudicate: bool, depth: int) -> None:
+    """Exit with a message for a missing, malformed or reserved reviewer name, --adjudicate
+    without --kappa, or a depth below 1."""
+    from sourcepage.labels import judgments as J
+    from sourcepage.store.reviewers import check_name
+
+    if not reviewer.strip():
+        fail("--reviewer NAME is required")
+    try:
+        check_name(reviewer)
+    except ValueError as e:
+        fail(str(e))
+    if reviewer.startswith(J.ADJUDICATOR):
+        fail(f"reviewer names starting with {J.ADJUDICATOR!r} are reserved")
+    if adjudicate and not kappa:
+        fail("--adjudicate needs --kappa OTHER (the reviewer to reconcile with)")
+    if depth < 1:
+        fail(f"--depth must be at least 1, got {depth}")
+
+
+def _print_agreement(conn: Any, reviewer: str, other: str) -> list[dict[str, Any]]:
+    """Print Cohen's kappa of two reviewers and their disagreements; return these."""
+    from sourcepage.labels import judgments as J
+
+    k = J.cohens_kappa(conn, reviewer, other)
+
+    def num(x: float | None, none: str) -> str:
+        return none if x is None else f"{x:.3f}"
+
+    out.print(
+        f"Cohen's kappa {reviewer} vs {other}: {num(k['kappa'], 'undefined')} over {k['n']} pairs "
+        f"(agreement {num(k['agreement'], '–')}); binary relevance (grade >= 1): "
+        f"{num(k['kappa_binary'], 'undefined')} (agreement {num(k['agreement_binary'], '–')})",
+        markup=False,
+    )
+    dis = J.disagreements(conn, reviewer, other)
+    if dis:
+        t = Table(title=f"{len(dis)} disagreements", title_justify="left")
+        for col in ("question", "page", reviewer, other):
+            t.add_column(escape(col), no_wrap=True)
+        for d in dis:
+            t.add_row(escape(d["question_id"]), escape(d["page"]), str(d[reviewer]), str(d[other]))
+        out.print(t)
+    else:
+        out.print("no disagreements")
+    return dis
+
+
+def _export_judgments(conn: Any, qs: Any, export_to: Path, reviewer: str) -> None:
+    """Write the judged questions.jsonl and say what changed."""
+    from sourcepage.labels import judgments as J
+
+    rep = J.export(conn, qs, export_to, reviewer=reviewer)
+    for w in rep.warnings:
+        err.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
+    out.print(
+        f"wrote {rep.questions} questions to {export_to} "
+        f"({len(rep.changed)} with changed evidence, {len(rep.warnings)} warnings)",
+        highlight=False,
+        markup=False,
+    )
+
+
+def _judge_pooled(
+    conn: Any, cards: Any, st: Any, qs: Any, reviewer: str, methods: str, depth: int, version: str
+) -> None:
+    """The judging loop over the pages pooled from ``methods`` (resumable)."""
+    from sourcepage.labels import judgments as J
+    from sourcepage.labels import session as S
+    from sourcepage.retrieval.search import Searcher
+
     try:
         pooled = J.pool(
             Searcher(st, version), qs, [m.strip() for m in methods.split(",") if m.strip()], depth
@@ -145,7 +176,7 @@ def judge(
     todo = J.pending(conn, pooled, reviewer)
     total = sum(len(v) for v in pooled.values())
     out.print(f"{reviewer}: {total - len(todo)}/{total} pooled pages judged, {len(todo)} to go", markup=False)
-    done = S.judge_pairs(conn, cards, todo, reviewer, **terminal)
+    done = S.judge_pairs(conn, cards, todo, reviewer, **_TERMINAL)
     left = len(J.pending(conn, pooled, reviewer))
     out.print(f"recorded {done} judgments; {left} pending (run again to resume)")
 

@@ -71,24 +71,16 @@ def index(
 
     With --ray each (version, method) index is built in a Ray task, after the chunks a
     dense index needs are embedded in batches as Ray tasks."""
-    import time
-
-    from sourcepage import api
-    from sourcepage.retrieval.index import build_index, build_indexes, index_params, index_size_bytes
-    from sourcepage.retrieval.methods import parse_method, parse_methods
+    from sourcepage.records import TEXT_VERSIONS
     from sourcepage.retrieval.settings import IndexSettings
     from sourcepage.store.db import Store, StoreError
 
-    versions = ["raw", "cleaned", "enriched"] if version == "all" else version.split(",")
+    versions = list(TEXT_VERSIONS) if version == "all" else version.split(",")
     workers = workers or os.cpu_count() or 1
     try:
         settings = IndexSettings(dense_search=dense_search)
         st = Store(store)
-        if method is None:
-            plan = [(v, parse_method(m)) for v, m in api.index_plan(store, versions)]
-        else:
-            bases = list(dict.fromkeys(b for m in parse_methods(method) for b in m.bases()))
-            plan = [(v, b) for v in versions for b in bases]
+        plan = _index_plan(store, versions, method)
     except (StoreError, ValueError) as e:
         fail(str(e))
     t = Table(title="Indexes")
@@ -97,52 +89,81 @@ def index(
     ex = ray_executor(ray, ray_address)
     if ex is not None:
         st.close()
-        t0 = time.perf_counter()
-        try:
-            paths = [
-                path
-                for v in versions
-                for path in build_indexes(store, [v], [b for w, b in plan if w == v], settings, executor=ex)
-            ]
-        except ValueError as e:
-            fail(str(e))
-        finally:
-            ex.close()
-        for path in paths:
-            p = index_params(path)
-            kb = index_size_bytes(path) / 1024
-            t.add_row(
-                escape(p["text_version"]),
-                p["method"],
-                str(p["chunks"]),
-                f"{p['build_seconds']:.2f}",
-                f"{kb:.0f} KiB",
-            )
-        out.print(t)
-        out.print(f"built on Ray ({ex.workers} CPUs) in {time.perf_counter() - t0:.2f} s", markup=False)
+        _build_on_ray(store, versions, plan, settings, ex, t)
         return
     with progress() as prog:
         tick = ticker(prog)  # a bar a build on a terminal, else a line when it starts and ends
         _embed_in_workers(st, plan, workers, tick)
-        for v, m in plan:
-            label = f"{m.name} index ({v} text)"
-            tick(label, 0, 0)
-            t0 = time.perf_counter()
-            try:
-                path = build_index(st, v, m, settings, progress=lambda d, n, label=label: tick(label, d, n))
-            except ValueError as e:
-                fail(str(e))
-            tick(label, 1, 1)
-            t.add_row(
-                escape(v),
-                m.name,
-                str(index_params(path)["chunks"]),
-                f"{time.perf_counter() - t0:.2f}",
-                f"{index_size_bytes(path) / 1024:.0f} KiB",
-            )
+        _build_here(st, plan, settings, tick, t)
         if method is None and sentences:
+            from sourcepage import api
+
             _sentence_tables(st, api.sentence_plan(versions), tick, t, workers)
     out.print(t)
+
+
+def _index_plan(store: Path, versions: list[str], method: str | None) -> list[tuple[str, Any]]:
+    """(version, base method) pairs to build: the bases of ``method`` on each version, or
+    without it what ``search`` needs (``api.index_plan``)."""
+    from sourcepage import api
+    from sourcepage.retrieval.methods import parse_method, parse_methods
+
+    if method is None:
+        return [(v, parse_method(m)) for v, m in api.index_plan(store, versions)]
+    bases = list(dict.fromkeys(b for m in parse_methods(method) for b in m.bases()))
+    return [(v, b) for v in versions for b in bases]
+
+
+def _build_on_ray(
+    store: Path, versions: list[str], plan: list[tuple[str, Any]], settings: Any, ex: Any, t: Table
+) -> None:
+    """``index --ray``: each version's indexes built as Ray tasks, then the table printed."""
+    import time
+
+    from sourcepage.retrieval.index import build_indexes, index_params, index_size_bytes
+
+    t0 = time.perf_counter()
+    try:
+        paths = [
+            path
+            for v in versions
+            for path in build_indexes(store, [v], [b for w, b in plan if w == v], settings, executor=ex)
+        ]
+    except ValueError as e:
+        fail(str(e))
+    finally:
+        ex.close()
+    for path in paths:
+        p = index_params(path)
+        kb = index_size_bytes(path) / 1024
+        seconds = f"{p['build_seconds']:.2f}"
+        t.add_row(escape(p["text_version"]), p["method"], str(p["chunks"]), seconds, f"{kb:.0f} KiB")
+    out.print(t)
+    out.print(f"built on Ray ({ex.workers} CPUs) in {time.perf_counter() - t0:.2f} s", markup=False)
+
+
+def _build_here(st: Any, plan: list[tuple[str, Any]], settings: Any, tick: Any, t: Table) -> None:
+    """Build each index of ``plan`` in this process, a row of ``t`` each."""
+    import time
+
+    from sourcepage.retrieval.index import build_index, index_params, index_size_bytes
+
+    for v, m in plan:
+        label = f"{m.name} index ({v} text)"
+        tick(label, 0, 0)
+        t0 = time.perf_counter()
+        try:
+            path = build_index(st, v, m, settings, progress=lambda d, n, label=label: tick(label, d, n))
+        except ValueError as e:
+            fail(str(e))
+        tick(label, 1, 1)
+        t.add_row(
+            escape(v),
+            m.name,
+            str(index_params(path)["chunks"]),
+            f"{time.perf_counter() - t0:.2f}",
+            f"{index_size_bytes(path) / 1024:.0f} KiB",
+        )
 
 
 def _embed_in_workers(st: Any, plan: list[tuple[str, Any]], workers: int, tick: Any) -> None:
@@ -351,6 +372,14 @@ def search(
         sys.stdout.write(json.dumps(res, ensure_ascii=False, indent=2) + "\n")
         return
     out.print(_results_table(res, version, question, out.width))
+    _print_decision(res)
+    _print_quotes(res)
+    _print_passages(res)
+
+
+def _print_decision(res: dict) -> None:
+    """The decision with its reasons, a mixed-jurisdiction note, routing, the reviewer's
+    desk and the timings of a search."""
     colour = {"answer": "green", "refuse": "red", "review": "yellow"}[res["decision"]]
     out.print(
         f"[bold {colour}]decision: {res['decision']}[/] — " + escape(" ".join(res["reasons"])),
@@ -374,6 +403,11 @@ def search(
                 style="dim",
             )
         )
+
+
+def _print_quotes(res: dict) -> None:
+    """The answer's supporting quotes (or the reviewer's draft quotes) with citations, the
+    chosen sentences of each passage in bold."""
     ans = res.get("answer") or {}
     if ans.get("quotes"):
         label = "supporting quotes" if ans["status"] == "answer" else "draft quotes for the reviewer"
@@ -384,6 +418,10 @@ def search(
             for a, b in q.get("spans", []):  # the chosen sentences of the passage, in bold
                 line.stylize("bold", a + 3, b + 3)
             out.print(line, highlight=False)
+
+
+def _print_passages(res: dict) -> None:
+    """The first three pages' passages, the query terms highlighted."""
     for r in res["results"][:3]:
         plabel = r.get("page_label") or ""
         printed = f", printed p. {plabel}" if plabel and plabel != str(r["page_number"]) else ""

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sourcepage.records import PageAudit, PageLayout
+from sourcepage.records import PageAudit, PageLayout, page_id
 from sourcepage.store.db import Store
 
 _TOKEN = re.compile(r"\S+")
@@ -181,5 +181,5 @@ def audit_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     w = csv.DictWriter(buf, fieldnames=["page", *rows[0].keys()] if rows else ["page"])
     w.writeheader()
     for r in rows:
-        w.writerow({"page": f"{r['doc_id']}#p{r['page_no']}", **r})
+        w.writerow({"page": page_id(r["doc_id"], r["page_no"]), **r})
     return buf.getvalue()

@@ -118,10 +118,55 @@ def read_manifest(
     corpus_dir = Path(corpus_dir)
     path = corpus_dir / "manifest.csv"
     name = str(path)
+    reader = _reader(path, name)
+    header = reader.fieldnames or []
+    dupes = sorted({c for c in header if header.count(c) > 1})
+    problems = [Problem(name, 1, c, "column appears more than once in header") for c in dupes]
+    warnings: list[Problem] = []
+    extra_cols = tuple(c for c in header if c not in MANIFEST_COLUMNS and c)
+    seen: dict[str, int] = {}
+    contents: dict[str, tuple[str, int]] = {}  # SHA-256 -> (first doc_id, line)
+    pdf_dir = (corpus_dir / "pdf").resolve()
+    docs: list[Document] = []
+    for row in _rows(reader, name, problems):
+        line = reader.line_num
+        if None in row:
+            problems.append(Problem(name, line, "", "row has more fields than the header"))
+            continue
+        row = {k: (v or "").strip() for k, v in row.items()}
+        _check_fields(row, name, line, seen, problems, warnings)
+        if not row["file"]:
+            problems.append(Problem(name, line, "file", "empty"))
+        elif check_files:
+            pdf = corpus_dir / "pdf" / row["file"]
+            if Path(row["file"]).name != row["file"]:
+                problems.append(Problem(name, line, "file", "must be a bare file name under pdf/"))
+            elif not pdf.is_file():
+                problems.append(Problem(name, line, "file", f"{pdf} does not exist"))
+            elif not pdf.resolve().is_relative_to(pdf_dir):
+                problems.append(
+                    Problem(name, line, "file", f"{pdf} is a link to {pdf.resolve()}, outside {pdf_dir}")
+                )
+            else:
+                got = sha256_file(pdf)
+                p = _checksum_problem(row, got, name, line, allow_checksum_mismatch)
+                if p is not None:
+                    (warnings if allow_checksum_mismatch else problems).append(p)
+                row["sha256"] = got
+                warnings += _same_file(contents, got, row["file"], row["doc_id"], name, line)
+        docs.append(Document.from_dict(row))
+    if not docs and not problems:
+        problems.append(Problem(name, 2, "", "manifest has no document rows"))
+    if problems:
+        raise ManifestError(problems)
+    return Manifest(corpus_dir, tuple(docs), tuple(warnings), extra_cols)
+
+
+def _reader(path: Path, name: str) -> csv.DictReader:
+    """A reader over the manifest's rows, its header read and holding every required
+    column; ManifestError for a missing, non-UTF-8, empty or unreadable file."""
     if not path.is_file():
         raise ManifestError([Problem(name, 0, "", "manifest.csv not found")])
-    problems: list[Problem] = []
-    warnings: list[Problem] = []
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:
@@ -137,79 +182,43 @@ def read_manifest(
     missing = [c for c in MANIFEST_COLUMNS if c not in header]
     if missing:
         raise ManifestError([Problem(name, 1, c, "required column missing from header") for c in missing])
-    dupes = sorted({c for c in header if header.count(c) > 1})
-    for c in dupes:
-        problems.append(Problem(name, 1, c, "column appears more than once in header"))
-    extra_cols = tuple(c for c in header if c not in MANIFEST_COLUMNS and c)
-    seen: dict[str, int] = {}
-    contents: dict[str, tuple[str, int]] = {}  # SHA-256 -> (first doc_id, line)
-    pdf_dir = (corpus_dir / "pdf").resolve()
-    docs: list[Document] = []
-    for row in _rows(reader, name, problems):
-        line = reader.line_num
-        if None in row:
-            problems.append(Problem(name, line, "", "row has more fields than the header"))
-            continue
-        row = {k: (v or "").strip() for k, v in row.items()}
-        doc_id = row["doc_id"]
-        if not DOC_ID.match(doc_id):
-            problems.append(Problem(name, line, "doc_id", f"{doc_id!r} must match [a-z0-9][a-z0-9_-]*"))
-        elif doc_id in seen:
-            problems.append(
-                Problem(name, line, "doc_id", f"duplicate {doc_id!r} (first on line {seen[doc_id]})")
-            )
-        else:
-            seen[doc_id] = line
-        if row["role"] and row["role"] not in ROLES:
-            warnings.append(
-                Problem(
-                    name, line, "role", f"{row['role']!r} is not one of {ROLES}", fatal=False, doc_id=doc_id
-                )
-            )
-        if row["year"] and not re.fullmatch(r"\d{4}", row["year"]):
-            problems.append(Problem(name, line, "year", f"{row['year']!r} is not a year"))
-        if row["pages"] and not row["pages"].isdigit():
-            problems.append(Problem(name, line, "pages", f"{row['pages']!r} is not a number"))
-        if not row["file"]:
-            problems.append(Problem(name, line, "file", "empty"))
-        elif check_files:
-            pdf = corpus_dir / "pdf" / row["file"]
-            if Path(row["file"]).name != row["file"]:
-                problems.append(Problem(name, line, "file", "must be a bare file name under pdf/"))
-            elif not pdf.is_file():
-                problems.append(Problem(name, line, "file", f"{pdf} does not exist"))
-            elif not pdf.resolve().is_relative_to(pdf_dir):
-                problems.append(
-                    Problem(name, line, "file", f"{pdf} is a link to {pdf.resolve()}, outside {pdf_dir}")
-                )
-            else:
-                want = row["sha256"].lower()
-                got = sha256_file(pdf)
-                if not re.fullmatch(r"[0-9a-f]{64}", want):
-                    p = Problem(
-                        name,
-                        line,
-                        "sha256",
-                        f"{row['sha256']!r} is not a SHA-256 hex digest (file has {got})",
-                        fatal=not allow_checksum_mismatch,
-                        doc_id=doc_id,
-                    )
-                    (warnings if allow_checksum_mismatch else problems).append(p)
-                elif want != got:
-                    p = Problem(
-                        name,
-                        line,
-                        "sha256",
-                        f"manifest says {want}, {row['file']} has {got}",
-                        fatal=not allow_checksum_mismatch,
-                        doc_id=doc_id,
-                    )
-                    (warnings if allow_checksum_mismatch else problems).append(p)
-                row["sha256"] = got
-                warnings += _same_file(contents, got, row["file"], doc_id, name, line)
-        docs.append(Document.from_dict(row))
-    if not docs and not problems:
-        problems.append(Problem(name, 2, "", "manifest has no document rows"))
-    if problems:
-        raise ManifestError(problems)
-    return Manifest(corpus_dir, tuple(docs), tuple(warnings), extra_cols)
+    return reader
+
+
+def _check_fields(
+    row: dict[str, str],
+    name: str,
+    line: int,
+    seen: dict[str, int],
+    problems: list[Problem],
+    warnings: list[Problem],
+) -> None:
+    """The row's doc_id (well-formed, unique: ``seen`` maps each to its first line), role,
+    year and pages; problems and warnings appended."""
+    doc_id = row["doc_id"]
+    if not DOC_ID.match(doc_id):
+        problems.append(Problem(name, line, "doc_id", f"{doc_id!r} must match [a-z0-9][a-z0-9_-]*"))
+    elif doc_id in seen:
+        problems.append(Problem(name, line, "doc_id", f"duplicate {doc_id!r} (first on line {seen[doc_id]})"))
+    else:
+        seen[doc_id] = line
+    if row["role"] and row["role"] not in ROLES:
+        msg = f"{row['role']!r} is not one of {ROLES}"
+        warnings.append(Problem(name, line, "role", msg, fatal=False, doc_id=doc_id))
+    if row["year"] and not re.fullmatch(r"\d{4}", row["year"]):
+        problems.append(Problem(name, line, "year", f"{row['year']!r} is not a year"))
+    if row["pages"] and not row["pages"].isdigit():
+        problems.append(Problem(name, line, "pages", f"{row['pages']!r} is not a number"))
+
+
+def _checksum_problem(row: dict[str, str], got: str, name: str, line: int, allowed: bool) -> Problem | None:
+    """The row's sha256 against the file's (``got``): not a digest, or another file's;
+    a warning rather than fatal when mismatches are ``allowed``."""
+    want = row["sha256"].lower()
+    if not re.fullmatch(r"[0-9a-f]{64}", want):
+        msg = f"{row['sha256']!r} is not a SHA-256 hex digest (file has {got})"
+    elif want != got:
+        msg = f"manifest says {want}, {row['file']} has {got}"
+    else:
+        return None
+    return Problem(name, line, "sha256", msg, fatal=not allowed, doc_id=row["doc_id"])

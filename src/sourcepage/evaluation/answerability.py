@@ -248,52 +248,69 @@ def evaluate_support(
             if v == version
         }
         cv = cross_validate(feats, qs, single, max_answerable_refused, folds=folds, seed=seed)
-        prob = cv["probability"]
-        quotes = evaluate_quotes(
-            searchers[version], qs, {q.id: hits.get((version, sparse, q.id), []) for q in qs}, cv["decision"]
-        )
-        entry: dict[str, Any] = {
-            "sparse": sparse,
-            "semantic": semantic,
-            "folds": cv["folds"],
-            "feature_auroc": {f: _aurocs([r[f] for r in feats], qs, n_boot, seed) for f in FEATURES},
-            "classifier_auroc": _aurocs(prob, qs, n_boot, seed),
-            "classifier_decisions": decision_shares(cv["decision"], qs),
-            "single_method": {
-                m: {
-                    "auroc": {
-                        k: round(
-                            M.auroc(
-                                [s for s, q in zip(sc, qs, strict=True) if q.answerability == "answerable"],
-                                [s for s, q in zip(sc, qs, strict=True) if q.answerability in neg],
-                            ),
-                            6,
-                        )
-                        for k, neg in NEG.items()
-                    },
-                    **decision_shares(cv["single_answered"][m], qs),
-                }
-                for m, sc in single.items()
-            },
-            "risk_coverage": [[round(c, 4), round(r, 4)] for c, r in risk_coverage(prob, cv["labels"])],
-            "quotes": quotes,
-            "decisions_with_quote_rule": decision_shares([r["decision"] for r in quotes["per_question"]], qs),
-            "per_question": [
-                {
-                    "question_id": q.id,
-                    "answerability": q.answerability,
-                    "probability": round(p, 6),
-                    "decision": d,
-                    **{k: round(v, 6) for k, v in f.items()},
-                }
-                for q, p, d, f in zip(qs, prob, cv["decision"], feats, strict=True)
-            ],
-        }
+        sparse_hits = {q.id: hits.get((version, sparse, q.id), []) for q in qs}
+        quotes = evaluate_quotes(searchers[version], qs, sparse_hits, cv["decision"])
+        entry = _version_entry(pair, feats, qs, single, cv, quotes, n_boot, seed)
         default = default_policy()
         if (default.sparse, default.semantic) == (sparse, semantic):
             entry["shipped_policy"] = shipped_policy_result(feats, qs, *quoted[(version, sparse)])
         out["versions"][version] = entry
     return out
+
+
+def _version_entry(
+    pair: tuple[str, str],
+    feats: Sequence[Mapping[str, float]],
+    qs: Sequence[Question],
+    single: Mapping[str, Sequence[float]],
+    cv: Mapping[str, Any],
+    quotes: Mapping[str, Any],
+    n_boot: int,
+    seed: int,
+) -> dict[str, Any]:
+    """One text version's entry: the held-out classifier of the method ``pair`` against
+    each feature and each single method's top score, the decisions, risk–coverage, the
+    quotes and every question's probability and features."""
+    prob = cv["probability"]
+    return {
+        "sparse": pair[0],
+        "semantic": pair[1],
+        "folds": cv["folds"],
+        "feature_auroc": {f: _aurocs([r[f] for r in feats], qs, n_boot, seed) for f in FEATURES},
+        "classifier_auroc": _aurocs(prob, qs, n_boot, seed),
+        "classifier_decisions": decision_shares(cv["decision"], qs),
+        "single_method": {
+            m: {"auroc": _top_score_aurocs(sc, qs), **decision_shares(cv["single_answered"][m], qs)}
+            for m, sc in single.items()
+        },
+        "risk_coverage": [[round(c, 4), round(r, 4)] for c, r in risk_coverage(prob, cv["labels"])],
+        "quotes": quotes,
+        "decisions_with_quote_rule": decision_shares([r["decision"] for r in quotes["per_question"]], qs),
+        "per_question": [
+            {
+                "question_id": q.id,
+                "answerability": q.answerability,
+                "probability": round(p, 6),
+                "decision": d,
+                **{k: round(v, 6) for k, v in f.items()},
+            }
+            for q, p, d, f in zip(qs, prob, cv["decision"], feats, strict=True)
+        ],
+    }
+
+
+def _top_score_aurocs(scores: Sequence[float], qs: Sequence[Question]) -> dict[str, float]:
+    """AUROC of a single method's top score, answerable against each kind of negative."""
+    return {
+        k: round(
+            M.auroc(
+                [s for s, q in zip(scores, qs, strict=True) if q.answerability == "answerable"],
+                [s for s, q in zip(scores, qs, strict=True) if q.answerability in neg],
+            ),
+            6,
+        )
+        for k, neg in NEG.items()
+    }
 
 
 def figure(out: Path, result: Mapping[str, Any]) -> str | None:

@@ -61,13 +61,14 @@ from sourcepage.evaluation.runner import (
 )
 from sourcepage.evaluation.runs import trec_eval_order
 from sourcepage.ingest import ingest_beir
-from sourcepage.records import Ranking
+from sourcepage.records import Ranking, check_text_version
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import Store
 from sourcepage.store.files import write_text
+from sourcepage.store.schema import now
 from sourcepage.text.versions import TextSettings
-from sourcepage.vocabulary import PAGE_METRICS, TEXT_VERSIONS
+from sourcepage.vocabulary import PAGE_METRICS
 
 __all__ = [
     "BEIR_METRICS",
@@ -135,8 +136,7 @@ class BeirBenchmark(Benchmark):
         if depth < 10:
             raise ValueError(f"depth must be at least 10 (nDCG@10, MRR@10), got {depth}")
         for v in versions:
-            if v not in TEXT_VERSIONS:
-                raise ValueError(f"unknown text version {v!r}; choose from {TEXT_VERSIONS}")
+            check_text_version(v)
         method_names = list(dict.fromkeys(parse_method(m).name for m in methods))
         if not method_names:
             raise ValueError("no methods given")
@@ -232,7 +232,7 @@ class BeirBenchmark(Benchmark):
         return {
             "schema": 1,
             "benchmark": "beir",
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "created_at": now(),
             "beir_dir": str(beir_dir),
             "split": split,
             "depth": self.depth,

@@ -41,13 +41,14 @@ from sourcepage.evaluation.runner import (
     run_means,
 )
 from sourcepage.ingest import ingest
-from sourcepage.records import Question
+from sourcepage.records import Question, check_text_version
 from sourcepage.retrieval.fusion import RRF_K
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.retrieval.tokenize import TokenizerConfig
 from sourcepage.store.db import Store
 from sourcepage.store.files import write_json
+from sourcepage.store.schema import now
 from sourcepage.text.chunk import ChunkConfig
 from sourcepage.text.clean import CleanConfig
 from sourcepage.text.versions import DEFAULT_ENRICH_FIELDS, TextSettings
@@ -73,7 +74,7 @@ class Design:
     """What to run: blocks of versions × methods, and the settings that shape them."""
 
     blocks: list[tuple[list[str], list[str]]] = field(
-        default_factory=lambda: [(["raw", "cleaned", "enriched"], ["bm25", "lsa", "rrf:bm25+lsa"])]
+        default_factory=lambda: [(list(TEXT_VERSIONS), ["bm25", "lsa", "rrf:bm25+lsa"])]
     )
     text: TextSettings = field(default_factory=TextSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
@@ -87,8 +88,7 @@ class Design:
         out: list[tuple[str, str]] = []
         for versions, methods in self.blocks:
             for v in versions:
-                if v not in TEXT_VERSIONS:
-                    raise ValueError(f"unknown text version {v!r}; choose from {TEXT_VERSIONS}")
+                check_text_version(v)
                 for m in methods:
                     pair = (v, parse_method(m).name)
                     if pair not in out:
@@ -371,7 +371,7 @@ class QuestionsBenchmark(Benchmark):
         runs = ctx.runs
         return {
             "schema": 1,
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "created_at": now(),
             "seed": d.seed,
             "bootstrap_resamples": d.bootstrap,
             "depth": DEPTH,

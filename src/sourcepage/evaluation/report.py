@@ -56,206 +56,180 @@ def write_report(
     support: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write report.md: headline table, CIs, statistics, breakdowns, failures, figures."""
-    c = metrics["questions"]
     parts = [
-        "# sourcepage evaluation report\n",
-        "".join(f"{line}  \n" for line in summary_lines(metrics, stats, support)),
-        f"\nQuestions: {c['answerable']} answerable, {c['unsupported']} unsupported (near-domain), "
+        _opening(metrics, stats, support),
+        _page_level_section(metrics),
+        _document_level_section(metrics),
+        _ci_section(metrics, stats),
+        _paired_section(stats),
+        _breakdown_sections(per_q, runs),
+        miss_section(per_q, runs),
+        _field_sections(per_q, runs),
+    ]
+    if support and support["versions"]:
+        parts += [support_section(support), quotes_section(support)]
+    parts += [
+        _failures_section(per_q, qs, runs),
+        ratings_section(qs),
+        "\n## Figures\n\n" + "".join(f"![{f}]({f})\n\n" for f in figs),
+        _reproducibility(run_info),
+    ]
+    text = re.sub(r"\n+(#+ )", r"\n\n\1", "".join(parts))  # a blank line before every heading
+    text = re.sub(r"(#+ [^\n]*)\n+", r"\1\n\n", text)  # and after it
+    return write_text(out / "report.md", re.sub(r"\n{3,}", "\n\n", text))
+
+
+def _opening(metrics: Mapping[str, Any], stats: Mapping[str, Any], support: Mapping[str, Any] | None) -> str:
+    """The title, the summary lines, the question counts and the glossary."""
+    c = metrics["questions"]
+    return (
+        "# sourcepage evaluation report\n"
+        + "".join(f"{line}  \n" for line in summary_lines(metrics, stats, support))
+        + f"\nQuestions: {c['answerable']} answerable, {c['unsupported']} unsupported (near-domain), "
         f"{c['out_of_domain']} out-of-domain. The relevance labels are a silver standard: read the "
-        "results as exploratory, CIs first.\n",
-        glossary(),
-        "\n## Page-level retrieval (Table 4 layout)\n",
-        _table(
-            [
-                "version",
-                "method",
-                "Hit@1",
-                "Hit@3",
-                "Hit@5",
-                "Hit@10",
-                "R@10",
-                "MRR",
-                "nDCG@10",
-                "doc Hit@3",
-                "AUROC broad",
-                "AUROC near",
-                "AUROC ood",
-                "ms p50",
-            ],
-            [
-                [
-                    r["text_version"],
-                    r["method"],
-                    *(_f(r[k]) for k in TABLE_METRICS),
-                    *(_f(r["auroc"][k]) + _mark(r["method"]) for k in NEGATIVES),
-                    _f(r["query_ms"]["p50"], 2),
-                ]
-                for r in metrics["runs"]
-            ],
-        ),
-        f"\n{FUSION_MARK} not a calibrated score (see “How to read this report”).\n"
-        if any(is_fusion(r["method"]) for r in metrics["runs"])
-        else "",
-        "\n## Document level against page level\n",
+        "results as exploratory, CIs first.\n"
+        + glossary()
+    )
+
+
+def _page_level_section(metrics: Mapping[str, Any]) -> str:
+    """The headline table: page-level retrieval per run (the study's Table 4 layout)."""
+    head = ["version", "method", "Hit@1", "Hit@3", "Hit@5", "Hit@10", "R@10", "MRR", "nDCG@10"]
+    head += ["doc Hit@3", "AUROC broad", "AUROC near", "AUROC ood", "ms p50"]
+    rows = [
+        [
+            r["text_version"],
+            r["method"],
+            *(_f(r[k]) for k in TABLE_METRICS),
+            *(_f(r["auroc"][k]) + _mark(r["method"]) for k in NEGATIVES),
+            _f(r["query_ms"]["p50"], 2),
+        ]
+        for r in metrics["runs"]
+    ]
+    fused = any(is_fusion(r["method"]) for r in metrics["runs"])
+    note = f"\n{FUSION_MARK} not a calibrated score (see “How to read this report”).\n" if fused else ""
+    return "\n## Page-level retrieval (Table 4 layout)\n" + _table(head, rows) + note
+
+
+def _document_level_section(metrics: Mapping[str, Any]) -> str:
+    """Document Hit@k beside page Hit@k: what the document-level view hides."""
+    head = ["version", "method", "doc Hit@1", "page Hit@1", "doc Hit@3", "page Hit@3"]
+    head += ["doc Hit@10", "page Hit@10"]
+    keys = ("doc_hit@1", "hit@1", "doc_hit@3", "hit@3", "doc_hit@10", "hit@10")
+    rows = [[r["text_version"], r["method"], *(_f(r[k]) for k in keys)] for r in metrics["runs"]]
+    return (
+        "\n## Document level against page level\n"
         "A document hit counts when any page of a labelled document is among the first k distinct "
-        "documents; the gap to page Hit@k is evidence the document-level view hides.\n\n",
-        _table(
+        "documents; the gap to page Hit@k is evidence the document-level view hides.\n\n" + _table(head, rows)
+    )
+
+
+def _ci_section(metrics: Mapping[str, Any], stats: Mapping[str, Any]) -> str:
+    """The bootstrap CIs of each run's headline metrics and AUROCs."""
+    head = ["version", "method", "MRR [CI]", "Hit@3 [CI]", "nDCG@10 [CI]", "graded nDCG@10 [CI]"]
+    head += ["AUROC broad [CI]", "AUROC near [CI]", "margin AUROC broad"]
+    margin = {(r["text_version"], r["method"]): r["auroc_margin"]["broad"] for r in metrics["runs"]}
+    rows = []
+    for (v, m), ci in ((tuple(k.split(" ", 1)), x) for k, x in stats["ci"].items()):
+        rows.append(
             [
-                "version",
-                "method",
-                "doc Hit@1",
-                "page Hit@1",
-                "doc Hit@3",
-                "page Hit@3",
-                "doc Hit@10",
-                "page Hit@10",
-            ],
-            [
-                [
-                    r["text_version"],
-                    r["method"],
-                    _f(r["doc_hit@1"]),
-                    _f(r["hit@1"]),
-                    _f(r["doc_hit@3"]),
-                    _f(r["hit@3"]),
-                    _f(r["doc_hit@10"]),
-                    _f(r["hit@10"]),
-                ]
-                for r in metrics["runs"]
-            ],
-        ),
+                v,
+                m,
+                *(_ci(ci[k]) for k in ("mrr", "hit@3", "ndcg@10", "ndcg_graded@10")),
+                *(
+                    f"{_f(ci['auroc'][k][0])}{_mark(m)} [{_f(ci['auroc'][k][1])}, {_f(ci['auroc'][k][2])}]"
+                    for k in ("broad", "near_domain")
+                ),
+                _f(margin[(v, m)]),
+            ]
+        )
+    return (
         f"\n## 95% bootstrap CIs ({stats['bootstrap_resamples']} question-level resamples, seed "
-        f"{stats['seed']})\n",
-        _table(
-            [
-                "version",
-                "method",
-                "MRR [CI]",
-                "Hit@3 [CI]",
-                "nDCG@10 [CI]",
-                "graded nDCG@10 [CI]",
-                "AUROC broad [CI]",
-                "AUROC near [CI]",
-                "margin AUROC broad",
-            ],
-            [
-                [
-                    v,
-                    m,
-                    *(
-                        f"{_f(ci[k][0])} [{_f(ci[k][1])}, {_f(ci[k][2])}]"
-                        for k in ("mrr", "hit@3", "ndcg@10", "ndcg_graded@10")
-                    ),
-                    *(
-                        f"{_f(ci['auroc'][k][0])}{_mark(m)} "
-                        f"[{_f(ci['auroc'][k][1])}, {_f(ci['auroc'][k][2])}]"
-                        for k in ("broad", "near_domain")
-                    ),
-                    _f(
-                        next(r for r in metrics["runs"] if (r["text_version"], r["method"]) == (v, m))[
-                            "auroc_margin"
-                        ]["broad"]
-                    ),
-                ]
-                for (v, m), ci in ((tuple(k.split(" ", 1)), x) for k, x in stats["ci"].items())
-            ],
-        ),
+        f"{stats['seed']})\n" + _table(head, rows)
+    )
+
+
+def _paired_section(stats: Mapping[str, Any]) -> str:
+    """Friedman tests, then the planned pairwise comparisons (Wilcoxon + Holm, McNemar)."""
+    parts = [
         "\n## Paired statistics on reciprocal rank\n",
         "Friedman tests across conditions; planned pairwise Wilcoxon signed-rank tests with Holm "
         "correction within each family; exact McNemar on Hit@3; rank-biserial effect sizes "
         "(positive: the first condition ranks the evidence earlier). Exploratory.\n\n",
     ]
     if stats["friedman"]:
-        parts.append(
-            _table(
-                ["family", "χ²", "p", "conditions", "questions"],
-                [[f["family"], _f(f["statistic"]), _f(f["p"]), f["k"], f["n"]] for f in stats["friedman"]],
-            )
-        )
-        parts.append("\n")
-    rows = []
-    for fam in stats["pairwise"]:
-        for cmp in fam["comparisons"]:
-            p = cmp["p_holm"]
-            verdict = (
-                "exploratory difference after correction"
-                if p is not None and p < 0.05
-                else "no evidence of a paired difference"
-            )
-            rows.append(
-                [
-                    fam["family"],
-                    f"{cmp['a']} vs {cmp['b']}",
-                    _f(cmp["mean_diff"]),
-                    f"{_f(cmp['ci_low'])} to {_f(cmp['ci_high'])}",
-                    _f(cmp["p"]),
-                    _f(p),
-                    _f(cmp["rank_biserial"]),
-                    f"{cmp.get('mcnemar_b01', '–')}/{cmp.get('mcnemar_b10', '–')}",
-                    _f(cmp.get("mcnemar_p")),
-                    verdict,
-                ]
-            )
+        rows = [[f["family"], _f(f["statistic"]), _f(f["p"]), f["k"], f["n"]] for f in stats["friedman"]]
+        parts += [_table(["family", "χ²", "p", "conditions", "questions"], rows), "\n"]
+    rows = [_comparison_row(fam["family"], cmp) for fam in stats["pairwise"] for cmp in fam["comparisons"]]
     if rows:
-        parts.append(
-            _table(
-                [
-                    "family",
-                    "comparison",
-                    "ΔMRR",
-                    "95% CI",
-                    "Wilcoxon p",
-                    "Holm p",
-                    "rank-biserial",
-                    "McNemar b01/b10 (Hit@3)",
-                    "McNemar p",
-                    "reading",
-                ],
-                rows,
-            )
-        )
+        head = ["family", "comparison", "ΔMRR", "95% CI", "Wilcoxon p", "Holm p", "rank-biserial"]
+        head += ["McNemar b01/b10 (Hit@3)", "McNemar p", "reading"]
+        parts.append(_table(head, rows))
+    return "".join(parts)
+
+
+def _comparison_row(family: str, cmp: Mapping[str, Any]) -> list[str]:
+    """One planned comparison: ΔMRR with its CI, the p-values, the effect size, a reading."""
+    p = cmp["p_holm"]
+    verdict = (
+        "exploratory difference after correction"
+        if p is not None and p < 0.05
+        else "no evidence of a paired difference"
+    )
+    return [
+        family,
+        f"{cmp['a']} vs {cmp['b']}",
+        _f(cmp["mean_diff"]),
+        f"{_f(cmp['ci_low'])} to {_f(cmp['ci_high'])}",
+        _f(cmp["p"]),
+        _f(p),
+        _f(cmp["rank_biserial"]),
+        f"{cmp.get('mcnemar_b01', '–')}/{cmp.get('mcnemar_b10', '–')}",
+        _f(cmp.get("mcnemar_p")),
+        verdict,
+    ]
+
+
+def _breakdown_sections(per_q: Sequence[Mapping[str, Any]], runs: Sequence[tuple[str, str]]) -> str:
+    """Hit@3 / MRR by topic, by question type and (when questions name one) by jurisdiction."""
     by = [("topic", "topic"), ("type", "question type")]
     if any(r.get("named_jurisdiction", "none named") != "none named" for r in per_q):
         by.append(("named_jurisdiction", "jurisdiction named in the question"))
+    parts = []
     for key, title in by:
         h3 = breakdown(per_q, key, "hit@3")
         rr = breakdown(per_q, key, "mrr")
         groups = sorted({g for d in h3.values() for g in d})
-        parts.append(f"\n## By {title}: Hit@3 / MRR (n)\n\n")
-        parts.append(
-            _table(
-                ["version", "method", *groups],
-                [
-                    [
-                        v,
-                        m,
-                        *(
-                            f"{_f(h3[(v, m)].get(g, (math.nan, 0))[0], 2)} / "
-                            f"{_f(rr[(v, m)].get(g, (math.nan, 0))[0], 2)} "
-                            f"({h3[(v, m)].get(g, (0, 0))[1]})"
-                            for g in groups
-                        ),
-                    ]
-                    for v, m in runs
-                    if (v, m) in h3
-                ],
-            )
-        )
-    parts.append(miss_section(per_q, runs))
-    for title, head, rows in field_tables(per_q, runs):  # construction question sets
-        parts.append(
-            f"\n## By {title}: Hit@3 / MRR\n\nOver each group's answerable questions; a question "
-            f"counts in every {title} it lists.\n\n"
-        )
-        parts.append(_table(head, rows))
-    if support and support["versions"]:
-        parts.append(support_section(support))
-        parts.append(quotes_section(support))
+        rows = [[v, m, *(_cell(h3[(v, m)], rr[(v, m)], g) for g in groups)] for v, m in runs if (v, m) in h3]
+        parts.append(f"\n## By {title}: Hit@3 / MRR (n)\n\n" + _table(["version", "method", *groups], rows))
+    return "".join(parts)
+
+
+def _cell(h3: Mapping[str, Any], rr: Mapping[str, Any], group: str) -> str:
+    """One run's Hit@3 / MRR (n) in one group."""
+    hit, n = h3.get(group, (math.nan, 0))[0], h3.get(group, (0, 0))[1]
+    return f"{_f(hit, 2)} / {_f(rr.get(group, (math.nan, 0))[0], 2)} ({n})"
+
+
+def _field_sections(per_q: Sequence[Mapping[str, Any]], runs: Sequence[tuple[str, str]]) -> str:
+    """Hit@3 / MRR by the construction question sets' fields (phase, work package)."""
+    return "".join(
+        f"\n## By {title}: Hit@3 / MRR\n\nOver each group's answerable questions; a question "
+        f"counts in every {title} it lists.\n\n" + _table(head, rows)
+        for title, head, rows in field_tables(per_q, runs)
+    )
+
+
+def _failures_section(
+    per_q: Sequence[Mapping[str, Any]], qs: Sequence[Question], runs: Sequence[tuple[str, str]]
+) -> str:
+    """Per run, the answerable questions with no labelled page in the top 3 (the worst ten)."""
     qtext = {q.id: q for q in qs}
-    parts.append(
+    parts = [
         "\n## Failures: the worst answerable questions per run\n\n"
         'First relevant rank ">20": no labelled page in the top 20.\n'
-    )
+    ]
+    head = ["id", "topic", "type", "question", "first relevant rank", "ranked first instead"]
     for v, m in runs:
         fails = [
             r
@@ -267,37 +241,30 @@ def write_report(
         ]
         fails.sort(key=lambda r: (r["mrr"], r["question_id"]))
         parts.append(f"\n### {v} · {m}: questions with no labelled page in the top 3: {len(fails)}\n\n")
-        if fails:
-            parts.append(
-                _table(
-                    ["id", "topic", "type", "question", "first relevant rank", "ranked first instead"],
-                    [
-                        [
-                            r["question_id"],
-                            r["topic"],
-                            r["type"],
-                            textwrap.shorten(qtext[r["question_id"]].question, 100, placeholder=" …").replace(
-                                "|", "/"
-                            ),
-                            r["first_relevant_rank"] or ">20",
-                            r["top_page"] or "–",
-                        ]
-                        for r in fails[:10]
-                    ],
-                )
-            )
-    parts.append(ratings_section(qs))
-    parts.append("\n## Figures\n\n" + "".join(f"![{f}]({f})\n\n" for f in figs))
-    parts.append(
+        rows = [
+            [
+                r["question_id"],
+                r["topic"],
+                r["type"],
+                textwrap.shorten(qtext[r["question_id"]].question, 100, placeholder=" …").replace("|", "/"),
+                r["first_relevant_rank"] or ">20",
+                r["top_page"] or "–",
+            ]
+            for r in fails[:10]
+        ]
+        if rows:
+            parts.append(_table(head, rows))
+    return "".join(parts)
+
+
+def _reproducibility(run_info: Mapping[str, Any]) -> str:
+    return (
         "## Reproducibility\n\n"
         f"Seed {run_info['seed']}; inputs and package versions with checksums in run.json; "
         "every number above is recomputable from ranked.jsonl and the question set; TREC run "
         "and qrels files are in trec/ for ranx, ir_measures or trec_eval. Total time "
         f"{run_info['timings']['total_s']:.1f} s.\n"
     )
-    text = re.sub(r"\n+(#+ )", r"\n\n\1", "".join(parts))  # a blank line before every heading
-    text = re.sub(r"(#+ [^\n]*)\n+", r"\1\n\n", text)  # and after it
-    return write_text(out / "report.md", re.sub(r"\n{3,}", "\n\n", text))
 
 
 def ratings_section(qs: Sequence[Question]) -> str:

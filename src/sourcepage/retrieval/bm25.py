@@ -37,13 +37,20 @@ VARIANTS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 DELTA = 0.5
 
 
+def idf(df: int, n: int) -> float:
+    """Lucene's idf, ln(1 + (N − df + 0.5)/(df + 0.5)): ≥ 0, largest for unseen terms (df 0).
+    The one spelling of it: BM25 ``lucene``, the question's term weights (``query``), the
+    heading idf of ``sections`` and the features of ``ltr``."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
 def _idf(variant: str, df: int, n: int) -> float:
     """bm25s.scoring's ``_score_idf_<variant>`` (Python floats and ``math.log``, as there)."""
     if variant == "robertson":
         inner = (n - df + 0.5) / (df + 0.5)
         return math.log(1 if inner < 1 else inner)
     if variant == "lucene":
-        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+        return idf(df, n)
     if variant == "atire":
         return math.log(n / df)
     if variant == "bm25l":

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sourcepage.records import Hit
+from sourcepage.records import Hit, renumber
 from sourcepage.retrieval.pages import collapse
 
 if TYPE_CHECKING:
@@ -81,11 +81,7 @@ class ChunkRerankMethod:
             else:
                 scored.append((-round(b.score, 9), h.rank, h.page_id, b.score, b.chunk_id))
         scored.sort(key=lambda t: t[:2])
-        out = [Hit(rank=r, page_id=p, score=s, chunk_id=c) for r, (_, _, p, s, c) in enumerate(scored, 1)]
-        out += [
-            Hit(rank=len(out) + i, page_id=h.page_id, score=h.score, chunk_id=h.chunk_id)
-            for i, h in enumerate(tail, 1)
-        ]
+        out = renumber([*(Hit(r, p, s, c) for _, r, p, s, c in scored), *tail])
         return out[:k] if k else out
 
 

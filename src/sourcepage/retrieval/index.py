@@ -39,6 +39,7 @@ from sourcepage.retrieval.methods import Method, parse_method
 from sourcepage.retrieval.settings import BuildContext, IndexSettings
 from sourcepage.store.db import Store
 from sourcepage.store.files import write_json, write_text
+from sourcepage.store.schema import now
 
 INDEX_FORMAT = 1
 DEFAULT_SETTINGS = IndexSettings()
@@ -204,7 +205,7 @@ def build_index(
             "chunk_fingerprint": fingerprint,
             "settings": settings.for_method(method),
             "build_seconds": round(time.perf_counter() - t0, 4),
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "built_at": now(),
         }
         write_json(tmp / "params.json", params)
         final = folder / build_id

@@ -25,14 +25,14 @@ package (``models/ltr-<parts>.json``) and replaceable per store
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sourcepage.records import Hit, parse_page_id
+from sourcepage.records import Hit, page_id, parse_page_id, renumber
+from sourcepage.retrieval.bm25 import idf as bm25_idf
 from sourcepage.retrieval.fusion import RRF_K, rrf
 from sourcepage.retrieval.tokenize import content_terms
 
@@ -61,7 +61,7 @@ def _page_info(searcher: Searcher) -> dict[str, tuple[frozenset[str], int, int]]
         for doc_id in searcher.documents:
             for n, text in enumerate(searcher.store.page_texts(doc_id, "raw"), 1):
                 row = flags.get((doc_id, n), {})
-                cached[f"{doc_id}#p{n}"] = (
+                cached[page_id(doc_id, n)] = (
                     frozenset(content_terms(text)),
                     int(row.get("contents_page", 0)),
                     int(row.get("low_text_300", 0)),
@@ -83,7 +83,7 @@ def candidates(
     info = _page_info(searcher)
     df, n_chunks = searcher.term_df()
     terms = sorted(content_terms(query))
-    idf = {t: math.log(1 + (n_chunks - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+    idf = {t: bm25_idf(df.get(t, 0), n_chunks) for t in terms}
     total = sum(idf.values()) or 1.0
     docs = [parse_page_id(h.page_id)[0] for h in fused]
     doc_count = {d: docs.count(d) for d in set(docs)}
@@ -105,7 +105,7 @@ def candidates(
             rr.append(1.0 / rank[h.page_id] if h.page_id in rank else 0.0)
             z.append(score.get(h.page_id, zmin))
             drr.append(1.0 / doc_best[d] if d in doc_best else 0.0)
-            nb = [rank[x] for x in (f"{d}#p{p - 1}", f"{d}#p{p + 1}") if x in rank]
+            nb = [rank[x] for x in (page_id(d, p - 1), page_id(d, p + 1)) if x in rank]
             nrr.append(1.0 / min(nb) if nb else 0.0)
         cols += [np.array(rr), np.array(z), np.array(drr), np.array(nrr)]
     cov, miss, contents, low = [], [], [], []
@@ -177,10 +177,7 @@ def fit(x: np.ndarray, y: np.ndarray, names: Sequence[str], c: float = 1.0, seed
 def rerank(hits: Sequence[Hit], scores: np.ndarray) -> list[Hit]:
     """Hits (in RRF order) reordered by model score, ties keeping RRF order."""
     order = sorted(range(len(hits)), key=lambda i: (-round(float(scores[i]), 9), i))
-    return [
-        Hit(rank=r, page_id=hits[i].page_id, score=float(scores[i]), chunk_id=hits[i].chunk_id)
-        for r, i in enumerate(order, 1)
-    ]
+    return renumber(Hit(hits[i].rank, hits[i].page_id, float(scores[i]), hits[i].chunk_id) for i in order)
 
 
 class LtrMethod:

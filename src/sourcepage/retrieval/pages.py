@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from sourcepage.records import Hit
+from sourcepage.records import Hit, renumber
 
 #: candidate chunks per requested page in the first selection round (pages have several chunks)
 CANDIDATES_PER_PAGE = 4
@@ -257,6 +257,4 @@ def contents_last(hits: Sequence[Hit], contents: set[str]) -> list[Hit]:
     if not contents or not any(h.page_id in contents for h in hits):
         return list(hits)
     order = [h for h in hits if h.page_id not in contents] + [h for h in hits if h.page_id in contents]
-    return [
-        Hit(rank=r, page_id=h.page_id, score=h.score, chunk_id=h.chunk_id) for r, h in enumerate(order, 1)
-    ]
+    return renumber(order)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sourcepage.records import Hit
+from sourcepage.records import Hit, renumber
 from sourcepage.retrieval.sentvec import units
 from sourcepage.store.db import Store
 
@@ -43,6 +43,40 @@ def _units(chunks: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     return [(cid, s) for cid, text in chunks for s in units(text)]
 
 
+def sentence_vectors(
+    store: Store, sentences: Sequence[str], model: str = SENTENCE_MODEL, table: Any = None
+) -> np.ndarray:
+    """Vectors (n, dim, float32, normalised) of ``sentences`` under ``model`` (a key of
+    ``dense.MODELS``): those ``table`` holds (a version's stored sentence vectors,
+    ``sentvec.SentenceVectors``) read from it, the others encoded through the store's
+    embedding cache. The one way the reranker, the decision and the quotes obtain them."""
+    from sourcepage.retrieval.dense import MODELS, embed_passages
+
+    if not sentences:
+        return np.zeros((0, MODELS[model].dim), dtype=np.float32)
+    vecs, found = table.lookup(sentences) if table is not None else (None, None)
+    if found is not None and found.all():
+        return vecs
+    missing = [s for i, s in enumerate(sentences) if found is None or not found[i]]
+    new = embed_passages(MODELS[model], missing, store.cached_embeddings, store.cache_embeddings)
+    if vecs is None:
+        return new
+    vecs[~found] = new
+    return vecs
+
+
+def sentence_cosines(
+    store: Store,
+    question: np.ndarray,
+    sentences: Sequence[str],
+    model: str = SENTENCE_MODEL,
+    table: Any = None,
+) -> np.ndarray:
+    """Cosine (float64) of each of ``sentences`` with the question's vector ``question``
+    under ``model`` (vectors by ``sentence_vectors``: both are unit length)."""
+    return sentence_vectors(store, sentences, model, table).astype(np.float64) @ question
+
+
 def rerank(
     store: Store,
     version: str,
@@ -54,24 +88,16 @@ def rerank(
 ) -> list[Hit]:
     """Rerank the first ``depth`` hits of ``base`` by max sentence cosine; keep the rest.
     ``table``: the version's precomputed sentence vectors (``sentvec``), read before encoding."""
-    from sourcepage.retrieval.dense import MODELS, embed_passages
+    from sourcepage.retrieval.dense import MODELS
 
     head, tail = list(base[:depth]), list(base[depth:])
     if not head:
         return list(base)
     units = {h.page_id: _units(store.page_chunks(version, h.page_id)) for h in head}
     texts = sorted({s for us in units.values() for _, s in us})
-    enc = MODELS[model]
-    vecs, found = table.lookup(texts) if table is not None and model == SENTENCE_MODEL else (None, None)
-    if found is None or not found.all():
-        todo = [t for i, t in enumerate(texts) if found is None or not found[i]]
-        new = embed_passages(enc, todo, store.cached_embeddings, store.cache_embeddings)
-        if vecs is None:
-            vecs = new
-        else:
-            vecs[~found] = new
-    q = enc.query(question).astype(np.float64)
-    cos = dict(zip(texts, (vecs.astype(np.float64) @ q).tolist(), strict=True))
+    q = MODELS[model].query(question).astype(np.float64)
+    table = table if model == SENTENCE_MODEL else None
+    cos = dict(zip(texts, sentence_cosines(store, q, texts, model, table).tolist(), strict=True))
     scored = []
     for h in head:
         best, chunk = -np.inf, h.chunk_id
@@ -80,12 +106,7 @@ def rerank(
                 best, chunk = cos[s], cid
         scored.append((-round(best, 9), h.rank, h.page_id, float(best), chunk))
     scored.sort(key=lambda t: t[:2])
-    out = [Hit(rank=r, page_id=p, score=s, chunk_id=c) for r, (_, _, p, s, c) in enumerate(scored, 1)]
-    out += [
-        Hit(rank=len(out) + i, page_id=h.page_id, score=h.score, chunk_id=h.chunk_id)
-        for i, h in enumerate(tail, 1)
-    ]
-    return out
+    return renumber([*(Hit(r, p, s, c) for _, r, p, s, c in scored), *tail])
 
 
 class RerankMethod:

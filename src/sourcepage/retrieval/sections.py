@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
 import shutil
@@ -36,8 +35,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sourcepage.corpus.structure import SEP
-from sourcepage.records import Hit
+from sourcepage.records import Hit, page_id, renumber
 from sourcepage.retrieval import bm25
+from sourcepage.retrieval.bm25 import idf as bm25_idf
 from sourcepage.retrieval.fusion import RRF_K
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
 from sourcepage.store.files import write_json
@@ -99,7 +99,7 @@ def _idf(searcher: Searcher) -> dict[str, float]:
             for t in ts:
                 df[t] = df.get(t, 0) + 1
         n = max(len(terms), 1)
-        cached = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+        cached = {t: bm25_idf(d, n) for t, d in df.items()}
         searcher.__dict__["_heading_idf"] = cached
     return cached
 
@@ -201,10 +201,10 @@ def section_index(searcher: Searcher) -> _SectionIndex:
     return idx
 
 
-def _neighbours(page_id: str) -> tuple[str, str]:
-    doc, _, n = page_id.rpartition("#p")
+def _neighbours(pid: str) -> tuple[str, str]:
+    doc, _, n = pid.rpartition("#p")
     k = int(n)
-    return f"{doc}#p{k - 1}", f"{doc}#p{k + 1}"
+    return page_id(doc, k - 1), page_id(doc, k + 1)
 
 
 def section_rank(
@@ -234,10 +234,7 @@ def section_rank(
 
     order = sorted(top, key=lambda h: (low(h), -round(score[h.page_id], 12), h.rank))
     order += rest
-    return [
-        Hit(rank=r, page_id=h.page_id, score=score.get(h.page_id, h.score), chunk_id=h.chunk_id)
-        for r, h in enumerate(order, 1)
-    ]
+    return renumber(Hit(h.rank, h.page_id, score.get(h.page_id, h.score), h.chunk_id) for h in order)
 
 
 class SectionMethod:

@@ -40,6 +40,7 @@ import numpy as np
 
 from sourcepage.store.db import Store
 from sourcepage.store.files import write_json, write_text
+from sourcepage.store.schema import now
 from sourcepage.text.sentences import split_sentences
 
 #: the sentence encoder (a key of ``retrieval.dense.MODELS``)
@@ -162,7 +163,7 @@ def build(
                 "sentences": int(len(keys)),
                 "chunk_fingerprint": fingerprint,
                 "build_seconds": round(time.perf_counter() - t0, 3),
-                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "built_at": now(),
             },
         )
         tmp.rename(base / build_id)

@@ -22,7 +22,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 
 from sourcepage.corpus.fields import FIELD_LABELS
-from sourcepage.records import Document, Question, parse_page_id
+from sourcepage.records import TEXT_VERSIONS, Document, Question, parse_page_id
 from sourcepage.service.auth import template_context
 from sourcepage.store.db import Store
 
@@ -35,7 +35,8 @@ FACET_LABELS = {
     "doc_type": "Document type",
     **FIELD_LABELS,
 }
-Version = Literal["raw", "cleaned", "enriched"]
+#: a text version as a request field (FastAPI validates it): the names of records.TEXT_VERSIONS
+Version = Literal[TEXT_VERSIONS]  # type: ignore[valid-type]
 
 #: the judging pages and endpoints exist when the judge package is installed
 JUDGING = importlib.util.find_spec("sourcepage.labels.judgments") is not None

@@ -21,6 +21,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from sourcepage import records
 from sourcepage.corpus.fields import ASSET_URL_KEY, asset_links, document_fields
 from sourcepage.labels import reviews as review
 from sourcepage.limits import LimitExceeded
@@ -269,8 +270,8 @@ def view_context(
         "chunk_id": chunk_id,
         "quote": quote,
         "qs": search_query(p),
-        "prev": f"{d.doc_id}#p{n - 1}".replace("#", "%23") if n > 1 else None,
-        "next": f"{d.doc_id}#p{n + 1}".replace("#", "%23") if n < row["n_pages"] else None,
+        "prev": records.page_id(d.doc_id, n - 1).replace("#", "%23") if n > 1 else None,
+        "next": records.page_id(d.doc_id, n + 1).replace("#", "%23") if n < row["n_pages"] else None,
         "reviews": review.list_reviews(store, p["q"]) if p["q"].strip() else [],
         "recorded": qp.get("recorded", ""),
         "form_error": form_error,

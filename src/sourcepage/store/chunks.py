@@ -8,7 +8,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 
-from sourcepage.records import TEXT_VERSIONS, Chunk, parse_page_id
+from sourcepage.records import TEXT_VERSIONS, Chunk, check_text_version, parse_page_id
 
 #: the chunks of one version over the good documents, in chunk order (as ``ChunkTables.chunks``)
 _ORDERED = (
@@ -36,8 +36,7 @@ class ChunkTables:
 
     def chunks(self, version: str) -> list[Chunk]:
         """All chunks of a text version of the good documents, in (doc_id, order)."""
-        if version not in TEXT_VERSIONS:
-            raise ValueError(f"unknown text version {version!r}; choose from {TEXT_VERSIONS}")
+        check_text_version(version)
         rows = self.conn.execute(
             "SELECT c.chunk_id, c.doc_id, c.page_no, c.spans, c.text FROM chunks c JOIN documents d"
             " ON d.doc_id=c.doc_id AND d.status='ok' WHERE c.version=? ORDER BY c.doc_id, c.seq",
@@ -79,8 +78,7 @@ class ChunkTables:
     def iter_chunk_texts(self, version: str, batch: int = 4096) -> Iterator[tuple[str, str]]:
         """(chunk id, text) of every chunk of ``version`` (good documents, chunk order),
         streamed: memory does not grow with the store."""
-        if version not in TEXT_VERSIONS:
-            raise ValueError(f"unknown text version {version!r}; choose from {TEXT_VERSIONS}")
+        check_text_version(version)
         cur = self.conn.execute(_ORDERED.format(cols="c.chunk_id, c.text"), (version,))
         try:
             while rows := cur.fetchmany(batch):

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sourcepage.records import Chunk, Document, PageAudit
+from sourcepage.records import Chunk, Document, PageAudit, page_id
 from sourcepage.store.schema import now
 
 _STATE_BATCH = 500
@@ -136,12 +136,12 @@ class DocumentTables:
         rows = self.conn.execute(
             "SELECT p.doc_id, p.page_no FROM pages p JOIN documents d ON d.doc_id=p.doc_id AND d.status='ok'"
         ).fetchall()
-        return {f"{d}#p{n}" for d, n in rows}
+        return {page_id(d, n) for d, n in rows}
 
     def contents_pages(self) -> set[str]:
         """Page ids (``doc#pN``) the audit flags as a table of contents."""
         rows = self.conn.execute("SELECT doc_id, page_no FROM pages WHERE contents_page=1").fetchall()
-        return {f"{d}#p{n}" for d, n in rows}
+        return {page_id(d, n) for d, n in rows}
 
     def set_structure(self, conn: sqlite3.Connection, doc_id: str, rows: list[tuple[str, str, str]]) -> None:
         """Store each page's (section, JSON list of heading paths, page kind), in page order,
@@ -158,7 +158,7 @@ class DocumentTables:
     def page_structure(self) -> dict[str, tuple[str, str, str]]:
         """page id → (section, JSON list of heading paths, page kind) of every stored page."""
         rows = self.conn.execute("SELECT doc_id, page_no, section, sections, page_kind FROM pages").fetchall()
-        return {f"{d}#p{n}": (sec, secs, kind) for d, n, sec, secs, kind in rows}
+        return {page_id(d, n): (sec, secs, kind) for d, n, sec, secs, kind in rows}
 
     def structure_pending(self) -> bool:
         """True when a migration added the structure columns and no ingest has filled them."""
@@ -206,25 +206,7 @@ class DocumentTables:
         ``ocr``: each page's mean OCR confidence (None: not OCR'd); ``labels``: each
         page's printed label ('' unknown); ``ordered``: a page's text in column order
         where the raw text interleaves columns (None: the raw order stands)."""
-        prev = conn.execute(
-            "SELECT sha256, metadata, version, status FROM documents WHERE doc_id=?", (doc.doc_id,)
-        ).fetchone()
-        version = 1
-        if prev is not None:
-            version = prev[2]
-            if prev[0] != doc.sha256 and prev[3] == "ok":
-                old_pages = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT raw FROM pages WHERE doc_id=? ORDER BY page_no", (doc.doc_id,)
-                    )
-                ]
-                conn.execute(
-                    "INSERT INTO document_history (doc_id, version, sha256, metadata, pages,"
-                    " replaced_at) VALUES (?,?,?,?,?,?)",
-                    (doc.doc_id, prev[2], prev[0], prev[1], json.dumps(old_pages), now()),
-                )
-                version = prev[2] + 1
+        version = _archive_previous(conn, doc)
         conn.execute("DELETE FROM pages WHERE doc_id=?", (doc.doc_id,))
         conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc.doc_id,))
         ocr = ocr or [None] * len(raw)
@@ -235,22 +217,7 @@ class DocumentTables:
             " multi_column_risk, spacing_artifact, contents_page, ocr_confidence, page_label, ordered)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [
-                (
-                    doc.doc_id,
-                    i,
-                    r,
-                    c,
-                    a.chars,
-                    a.images,
-                    int(a.low_text_100),
-                    int(a.low_text_300),
-                    2 if a.interleaved_columns else int(a.multi_column_risk),
-                    int(a.spacing_artifact),
-                    int(a.contents_page),
-                    o,
-                    lab,
-                    od,
-                )
+                (doc.doc_id, i, r, c, *_audit_columns(a), o, lab, od)
                 for i, (r, c, a, o, lab, od) in enumerate(
                     zip(raw, cleaned, audits, ocr, labels, ordered, strict=True), 1
                 )
@@ -369,3 +336,37 @@ class DocumentTables:
             (doc_id,),
         )
         return [dict(zip(("version", "sha256", "replaced_at"), r, strict=True)) for r in cur]
+
+
+def _archive_previous(conn: sqlite3.Connection, doc: Document) -> int:
+    """The version number ``doc`` gets: a stored document with another checksum moves
+    (its metadata and page texts) into the history and the version goes up by one."""
+    prev = conn.execute(
+        "SELECT sha256, metadata, version, status FROM documents WHERE doc_id=?", (doc.doc_id,)
+    ).fetchone()
+    if prev is None:
+        return 1
+    if prev[0] != doc.sha256 and prev[3] == "ok":
+        old_pages = [
+            r[0] for r in conn.execute("SELECT raw FROM pages WHERE doc_id=? ORDER BY page_no", (doc.doc_id,))
+        ]
+        conn.execute(
+            "INSERT INTO document_history (doc_id, version, sha256, metadata, pages,"
+            " replaced_at) VALUES (?,?,?,?,?,?)",
+            (doc.doc_id, prev[2], prev[0], prev[1], json.dumps(old_pages), now()),
+        )
+        return prev[2] + 1
+    return prev[2]
+
+
+def _audit_columns(a: PageAudit) -> tuple[int, ...]:
+    """A page audit as the pages table stores it (multi_column_risk 2: columns interleaved)."""
+    return (
+        a.chars,
+        a.images,
+        int(a.low_text_100),
+        int(a.low_text_300),
+        2 if a.interleaved_columns else int(a.multi_column_risk),
+        int(a.spacing_artifact),
+        int(a.contents_page),
+    )

@@ -83,6 +83,7 @@ class StoreError(RuntimeError):
 
 
 def now() -> str:
+    """The one timestamp format: UTC to the second, ISO 8601 (``2026-01-31T12:00:00Z``)."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from sourcepage.query import PageHit, Query
+from sourcepage.store.schema import now
 from sourcepage.support.select import (
     EMBEDDING_FEATURES,
     RULE_THRESHOLD,
@@ -253,7 +253,7 @@ def log_answer(
     (atomically, replacing an older ``.1``), so the log starts again empty."""
     line = json.dumps(
         {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "time": now(),
             "question": question,
             "method": method,
             "decision": decision,

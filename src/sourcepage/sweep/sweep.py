@@ -52,6 +52,7 @@ from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import DB_NAME
 from sourcepage.store.files import write_json
+from sourcepage.store.schema import now
 from sourcepage.sweep.cell import cell_job, index_job, text_job
 from sourcepage.sweep.grid import DEFAULT_ID, Cell, Grid, affected_runs, index_key, study_grid, text_key
 from sourcepage.text.versions import TextSettings
@@ -412,7 +413,7 @@ def run_sweep(
     if not keep_indexes:
         shutil.rmtree(out / "cache" / "indexes", ignore_errors=True)
     session_info = {
-        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "finished_at": now(),
         "executor": session.executor,
         "workers": session.workers,
         "wall_s": round(time.perf_counter() - session.started, 3),

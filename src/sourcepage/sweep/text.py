@@ -168,20 +168,26 @@ def _factor_section(f: Mapping[str, Any], metric: str) -> list[str]:
 def report(res: Mapping[str, Any], grid_source: str) -> str:
     """The sweep's report.md."""
     metric = res["metric"]
-    n_comp = sum(
-        1 for f in res["factors"] for lv in f["levels"] for e in lv["runs"].values() if e["affected"]
-    )
-    n_beyond = sum(
-        1
-        for f in res["factors"]
-        for lv in f["levels"]
-        for e in lv["runs"].values()
-        if e["affected"] and _beyond(e["ci"])
-    )
+    lines = _opening(res, grid_source) + _conclusions(res, metric)
+    sel = res["chosen"]
+    if sel.get("dev"):
+        lines += ["Chosen cell against the default on the dev questions:", ""]
+        lines += _paired_table(sel["dev"], "chosen", "default", metric) + [""]
+    lines += _test_lines(res, metric)
+    lines += ["## Factors", ""]
+    for f in res["factors"]:
+        lines += _factor_section(f, metric)
+    lines += _default_cell(res)
+    return "\n".join(lines)
+
+
+def _opening(res: Mapping[str, Any], grid_source: str) -> list[str]:
+    """The title, the inputs and design, and the last session's wall time."""
+    metric = res["metric"]
     s = res["sessions"][-1]
     phases = ", ".join(f"{k} {v:.1f} s" for k, v in s["phases_s"].items())
     inputs = res["inputs"]
-    lines = [
+    return [
         "# Robustness sweep",
         "",
         f"Corpus `{inputs['corpus']}`; questions `{inputs['questions']['path']}` "
@@ -197,6 +203,23 @@ def report(res: Mapping[str, Any], grid_source: str) -> str:
         f"sessions ({len(res['sessions'])} session{'s' if len(res['sessions']) != 1 else ''}, "
         f"{sum(x['wall_s'] for x in res['sessions']):.1f} s in all).",
         "",
+    ]
+
+
+def _conclusions(res: Mapping[str, Any], metric: str) -> list[str]:
+    """Which conclusions hold across the grid, how many comparisons exclude 0, and the
+    defaults the grid would change."""
+    n_comp = sum(
+        1 for f in res["factors"] for lv in f["levels"] for e in lv["runs"].values() if e["affected"]
+    )
+    n_beyond = sum(
+        1
+        for f in res["factors"]
+        for lv in f["levels"]
+        for e in lv["runs"].values()
+        if e["affected"] and _beyond(e["ci"])
+    )
+    return [
         "## Which conclusions hold across the grid",
         "",
         *_ordering_lines(res["orderings"], metric),
@@ -219,27 +242,28 @@ def report(res: Mapping[str, Any], grid_source: str) -> str:
         *_changes(res, metric),
         "",
     ]
-    sel = res["chosen"]
-    if sel.get("dev"):
-        lines += ["Chosen cell against the default on the dev questions:", ""]
-        lines += _paired_table(sel["dev"], "chosen", "default", metric) + [""]
-    if res["test"]:
-        t = res["test"]
-        lines += [
-            "## Test split, reported once",
-            "",
-            f"`{t['questions']['path']}` ({t['n_evaluated']} answerable questions), evaluated once after "
-            "the settings were chosen; no choice above used it.",
-            "",
-        ]
-        lines += _paired_table(t["paired"], "chosen" if sel.get("dev") else "default", "default", metric)
-        lines.append("")
-    else:
-        lines += ["No test split was given (`--test`): the chosen settings are not yet confirmed.", ""]
-    lines += ["## Factors", ""]
-    for f in res["factors"]:
-        lines += _factor_section(f, metric)
-    lines += [
+
+
+def _test_lines(res: Mapping[str, Any], metric: str) -> list[str]:
+    """The test split's paired table (reported once), or that none was given."""
+    if not res["test"]:
+        return ["No test split was given (`--test`): the chosen settings are not yet confirmed.", ""]
+    t = res["test"]
+    lines = [
+        "## Test split, reported once",
+        "",
+        f"`{t['questions']['path']}` ({t['n_evaluated']} answerable questions), evaluated once after "
+        "the settings were chosen; no choice above used it.",
+        "",
+    ]
+    against = "chosen" if res["chosen"].get("dev") else "default"
+    lines += _paired_table(t["paired"], against, "default", metric)
+    return lines + [""]
+
+
+def _default_cell(res: Mapping[str, Any]) -> list[str]:
+    """The default cell's metrics per run, and where every cell's outputs are."""
+    lines = [
         "## Default cell",
         "",
         "| run | " + " | ".join(_m(k) for k in LABELS) + " |",
@@ -253,4 +277,4 @@ def report(res: Mapping[str, Any], grid_source: str) -> str:
         "`sourcepage export cells/<cell> --out package.zip` packages one.",
         "",
     ]
-    return "\n".join(lines)
+    return lines

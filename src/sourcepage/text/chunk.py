@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from sourcepage.records import Chunk
+from sourcepage.records import Chunk, page_id
 
 MODES = ("chunk", "page", "two_page")
 SCOPES = ("page", "document")
@@ -141,7 +141,7 @@ def chunk_document(doc_id: str, pages: list[str], config: ChunkConfig = ChunkCon
     for text, spans in raw:
         page = _credit(list(spans))
         counters[page] = counters.get(page, 0) + 1
-        chunks.append(Chunk(f"{doc_id}#p{page}#c{counters[page]}", doc_id, page, spans, text))
+        chunks.append(Chunk(f"{page_id(doc_id, page)}#c{counters[page]}", doc_id, page, spans, text))
     return chunks
 
 
