@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sourcepage.records import Hit, renumber
-from sourcepage.retrieval.sentvec import units
+from sourcepage.retrieval.sentvec import SENTENCE_MODEL, units  # the sentence encoder (a key of dense.MODELS)
 from sourcepage.store.db import Store
 
 if TYPE_CHECKING:
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 
 #: how many of the base method's top pages are rescored
 RERANK_DEPTH = 30
-#: the sentence encoder (a key of ``dense.MODELS``)
-SENTENCE_MODEL = "e5-small"
 
 
 def _units(chunks: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:

