@@ -51,3 +51,22 @@ def test_the_shipped_model_is_plain_json_with_its_measurement() -> None:
     assert model["parts"] == "bm25+dense" and model["features"] == feature_names(2)
     assert len(model["coef"]) == len(model["mean"]) == len(model["scale"]) == len(model["features"])
     assert model["cv"]["questions"] > 50 and set(model["cv"]) >= {"rrf", "ltr"}
+
+
+def test_section_features_extend_the_rows_and_a_model_reading_them_ranks(fresh_store: Path) -> None:
+    """``sections=True`` appends sect_rr, head and listing to the same rows; a model whose
+    features name them is scored on them (the shipped model, without them, is unchanged)."""
+    s = Searcher(fresh_store)
+    parts = [parse_method("bm25"), parse_method("lsa")]
+    hits, x = candidates(s, parts, Q, {})
+    hits2, x2 = candidates(s, parts, Q, {}, sections=True)
+    names = feature_names(2, sections=True)
+    assert hits2 == hits and x2.shape == (len(hits), len(names)) and np.array_equal(x2[:, : x.shape[1]], x)
+    assert names[-3:] == ["sect_rr", "head", "listing"]
+    assert np.all((x2[:, -3] >= 0) & (x2[:, -3] <= 1)) and set(np.unique(x2[:, -1])) <= {0.0, 1.0}
+    assert x2[:, -3].max() == 1.0  # some candidate's section ranks first
+    y = (x2[:, -3] == 1.0).astype(int)
+    model = {**fit(x2, y, names), "parts": "bm25+lsa"}
+    (fresh_store / "indexes" / "raw" / "ltr-bm25__lsa.json").write_text(json.dumps(model))
+    ranked = Searcher(fresh_store).rank(Q, "ltr:bm25+lsa", k=None).hits
+    assert ranked[0].page_id == hits[int(np.argmax(model_scores(model, x2)))].page_id
