@@ -36,7 +36,11 @@ from sourcepage.retrieval.sections import section_rank
 
 PARTS = [parse_method("bm25"), parse_method("dense")]
 BASELINES = ("route:rrf:bm25+dense", "sect:route:rrf:bm25+dense", "route:ltr:bm25+dense")
-N_BASE = len(feature_names(2))
+FEATURE_SETS = {
+    "base": feature_names(2),
+    "+sections": feature_names(2, True),
+    "+sect_rr+listing": [n for n in feature_names(2, True) if n != "head"],
+}
 
 
 @dataclass
@@ -100,6 +104,26 @@ def _scores(ranked: dict[str, list[list[str]]], asked: list[Asked]) -> dict[str,
     return out
 
 
+def _grid(mx: np.ndarray, my: np.ndarray, mk: np.ndarray, hard: np.ndarray) -> list[tuple]:
+    """(loss, feature set, training name, (mined rows or None, ratio)) of every variant."""
+    train = {
+        "dev only": (None, 1.0),
+        "mined only": ((mx, my, mk), 0.0),
+        "mined only, hard negatives": ((mx[hard], my[hard], mk[hard]), 0.0),
+        "dev + mined w=0.1": ((mx, my, mk), 0.1),
+        "dev + mined w=0.25": ((mx, my, mk), 0.25),
+        "dev + mined w=1": ((mx, my, mk), 1.0),
+        "dev + mined hard w=0.25": ((mx[hard], my[hard], mk[hard]), 0.25),
+        "dev + mined hard w=1": ((mx[hard], my[hard], mk[hard]), 1.0),
+    }
+    pointwise = [("", f, t, v) for f in FEATURE_SETS for t, v in train.items()]
+    pair_train = ("dev only", "mined only", "dev + mined w=0.25", "dev + mined w=1")
+    pairwise = [
+        ("pairwise ", f, t, train[t]) for f in ("base", "+sect_rr+listing", "+sections") for t in pair_train
+    ]
+    return pointwise + pairwise
+
+
 def variants(data: dict, searchers: dict[str, Searcher]) -> None:
     asked: list[Asked] = data["asked"]
     x = np.vstack([a.x for a in asked])
@@ -108,6 +132,7 @@ def variants(data: dict, searchers: dict[str, Searcher]) -> None:
     mx = np.vstack([m[0] for m in data["mined"]])
     my = np.concatenate([m[1] for m in data["mined"]])
     hard = np.concatenate([m[2] for m in data["mined"]])
+    mk = np.concatenate([[i] * len(m[1]) for i, m in enumerate(data["mined"])])
     print(f"{len(asked)} questions ({len(y)} rows, {y.sum()} positive); "
           f"{len(data['mined'])} mined pairs ({len(my)} rows, {my.sum()} positive, {hard.sum()} hard-kept)")
     rows: dict[str, dict[str, tuple[float, ...]]] = {}
@@ -116,34 +141,25 @@ def variants(data: dict, searchers: dict[str, Searcher]) -> None:
         for a in asked:
             ranked.setdefault(a.split, []).append(a.baselines[m])
         rows[m + " (shipped)" * m.endswith("ltr:bm25+dense")] = _scores(ranked, asked)
-    train = {
-        "dev only": (None, 1.0),
-        "mined only": ((mx, my), 0.0),
-        "mined only, hard negatives": ((mx[hard], my[hard]), 0.0),
-        "dev + mined w=0.25": ((mx, my), 0.25),
-        "dev + mined w=1": ((mx, my), 1.0),
-        "dev + mined hard w=0.25": ((mx[hard], my[hard]), 0.25),
-        "dev + mined hard w=1": ((mx[hard], my[hard]), 1.0),
-    }
-    for feats in ("base", "+sections"):
-        cols = slice(None) if feats == "+sections" else slice(0, N_BASE)
-        names = feature_names(2, feats == "+sections")
-        for tname, (mined, ratio) in train.items():
-            mcut = None if mined is None else (mined[0][:, cols], mined[1])
-            if ratio == 0:
-                s = model_scores(fit_with(x[:, cols], y, names, mcut, 0.0), x[:, cols])
-            else:
-                s = fold_scores(x[:, cols], y, keys, names, 5, 42, mcut, ratio)
-            for sect in (False, True):
-                ranked = {}
-                for i, a in enumerate(asked):
-                    ranked.setdefault(a.split, []).append(_ranked(searchers[a.split], a, s[keys == i], sect))
-                label = f"{'sect:' if sect else ''}ltr {feats}, {tname}"
-                rows[label] = _scores(ranked, asked)
+    every = feature_names(2, True)
+    for loss, feats, tname, (mined, ratio) in _grid(mx, my, mk, hard):
+        names = FEATURE_SETS[feats]
+        cols = [every.index(n) for n in names]
+        mcut = None if mined is None else (mined[0][:, cols], mined[1], mined[2])
+        pairwise = loss == "pairwise "
+        if ratio == 0:
+            s = model_scores(fit_with((x[:, cols], y, keys), names, mcut, 0.0, pairwise), x[:, cols])
+        else:
+            s = fold_scores((x[:, cols], y, keys), names, 5, 42, mcut, ratio, pairwise)
+        for sect in (False, True):
+            ranked = {}
+            for i, a in enumerate(asked):
+                ranked.setdefault(a.split, []).append(_ranked(searchers[a.split], a, s[keys == i], sect))
+            rows[f"{'sect:' if sect else ''}{loss}ltr {feats}, {tname}"] = _scores(ranked, asked)
     splits = list(dict.fromkeys(a.split for a in asked))
-    print(f"{'variant':52} " + " ".join(f"{sp + ' H@1/MRR/R@10':>24}" for sp in splits))
+    print(f"{'variant':56} " + " ".join(f"{sp + ' H@1/MRR/R@10':>24}" for sp in splits))
     for label, sc in rows.items():
-        print(f"{label:52} " + " ".join(f"{'%.3f / %.3f / %.3f' % sc[sp]:>24}" for sp in splits))
+        print(f"{label:56} " + " ".join(f"{' / '.join(f'{v:.3f}' for v in sc[sp]):>24}" for sp in splits))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 
 from sourcepage.evaluation.mined import MinedPair, mine_pairs, sample
 from sourcepage.evaluation.questions import read_questions
-from sourcepage.retrieval.ltr import candidates, feature_names, fit, model_scores
+from sourcepage.retrieval.ltr import candidates, feature_names, fit, fit_pairwise, model_scores
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.routing import router
 from sourcepage.retrieval.search import Searcher
@@ -101,12 +101,30 @@ def _hit_mrr(scores: np.ndarray, y: np.ndarray, keys: np.ndarray) -> tuple[float
     return float(np.mean(hit)), float(np.mean(rr))
 
 
+Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # features, labels, query keys
+
+
+def _groups(rows: Rows, weight: float) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    x, y, keys = rows
+    return [(x[keys == k], y[keys == k], weight) for k in dict.fromkeys(keys.tolist())]
+
+
 def fit_with(
-    x: np.ndarray, y: np.ndarray, names: list[str], mined: tuple[np.ndarray, np.ndarray] | None, ratio: float
+    rows: Rows, names: list[str], mined: Rows | None = None, ratio: float = 1.0, pairwise: bool = False
 ) -> dict[str, Any]:
-    """The model fitted on question rows plus mined rows weighted by ``ratio`` (ratio 0:
-    the mined rows alone; no mined rows: the questions alone)."""
-    if mined is None or not len(mined[1]):
+    """The model fitted on question rows plus mined rows that weigh ``ratio`` × the
+    questions in total (rows for the pointwise fit, queries for the pairwise one); ratio 0:
+    the mined rows alone; no mined rows: the questions alone."""
+    x, y, _ = rows
+    if mined is not None and not len(mined[1]):
+        mined = None
+    if pairwise:
+        groups = [] if mined is not None and ratio == 0 else _groups(rows, 1.0)
+        if mined is not None:
+            n_mined = len(set(mined[2].tolist()))
+            groups += _groups(mined, ratio * len(groups) / n_mined if groups else 1.0)
+        return fit_pairwise(groups, names)
+    if mined is None:
         return fit(x, y, names)
     if ratio == 0:
         return fit(mined[0], mined[1], names)
@@ -115,40 +133,40 @@ def fit_with(
 
 
 def fold_scores(
-    x: np.ndarray,
-    y: np.ndarray,
-    keys: np.ndarray,
+    rows: Rows,
     names: list[str],
     folds: int = 5,
     seed: int = 42,
-    mined: tuple[np.ndarray, np.ndarray] | None = None,
+    mined: Rows | None = None,
     ratio: float = 1.0,
+    pairwise: bool = False,
 ) -> np.ndarray:
     """Held-out model scores of every question row: question-level K folds, each scored by
     the model fitted on the other folds (plus the mined rows, which hold no question)."""
+    x, y, keys = rows
     qs = sorted(set(keys.tolist()))
     np.random.default_rng(seed).shuffle(qs)
     fold = {q: i % folds for i, q in enumerate(qs)}
-    f = np.array([fold[k] for k in keys])
+    f = np.array([fold[k] for k in keys.tolist()])
     s = np.zeros(len(y))
     for i in range(folds):
-        model = fit_with(x[f != i], y[f != i], names, mined, ratio)
+        model = fit_with((x[f != i], y[f != i], keys[f != i]), names, mined, ratio, pairwise)
         s[f == i] = model_scores(model, x[f == i])
     return s
 
 
 def cross_validate(
-    x: np.ndarray,
-    y: np.ndarray,
-    keys: np.ndarray,
+    rows: Rows,
     names: list[str],
     folds: int = 5,
     seed: int = 42,
-    mined: tuple[np.ndarray, np.ndarray] | None = None,
+    mined: Rows | None = None,
     ratio: float = 1.0,
+    pairwise: bool = False,
 ) -> dict[str, Any]:
     """Question-level K-fold CV of the model against the candidates' RRF order."""
-    s = fold_scores(x, y, keys, names, folds, seed, mined, ratio)
+    x, y, keys = rows
+    s = fold_scores(rows, names, folds, seed, mined, ratio, pairwise)
     rrf = x[:, names.index("rrf")]
     (h0, m0), (h1, m1) = _hit_mrr(rrf, y, keys), _hit_mrr(s, y, keys)
     return {
@@ -167,22 +185,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--mined", type=int, default=0, metavar="N", help="mined pairs per document (0: none)")
     ap.add_argument("--mined-weight", type=float, default=1.0, help="mined rows' total weight / questions'")
     ap.add_argument("--hard", action="store_true", help="mined negatives: the document's other sections only")
+    ap.add_argument("--pairwise", action="store_true", help="fit on positive-minus-negative pairs per query")
     ap.add_argument("pairs", nargs="+", help="STORE QUESTIONS [STORE QUESTIONS ...]")
     a = ap.parse_args(argv)
     if len(a.pairs) % 2:
         ap.error("give STORE QUESTIONS pairs")
     pairs = list(zip(a.pairs[::2], a.pairs[1::2], strict=True))
-    x, y, keys = training_rows(pairs, a.parts, sections=a.sections)
+    rows = training_rows(pairs, a.parts, sections=a.sections)
+    y = rows[1]
     names = feature_names(len(a.parts.split("+")), a.sections)
     mined = None
     if a.mined:
-        rows = [
+        got = [
             mined_rows(Searcher(st), mine_store(st, a.mined), a.parts, a.sections, a.hard) for st, _ in pairs
         ]
-        mined = (np.vstack([r[0] for r in rows]), np.concatenate([r[1] for r in rows]))
-    report = cross_validate(x, y, keys, names, a.cv, mined=mined, ratio=a.mined_weight) if a.cv > 1 else None
+        keys = [f"{i}:{k}" for i, m in enumerate(got) for k in m[2].tolist()]  # a pair per store
+        mined = (np.vstack([m[0] for m in got]), np.concatenate([m[1] for m in got]), np.array(keys))
+    report = (
+        cross_validate(rows, names, a.cv, mined=mined, ratio=a.mined_weight, pairwise=a.pairwise)
+        if a.cv > 1
+        else None
+    )
     model = {
-        **fit_with(x, y, names, mined, a.mined_weight),
+        **fit_with(rows, names, mined, a.mined_weight, a.pairwise),
         "parts": a.parts,
         "trained_on": [str(q) for _, q in pairs],
         "mined": {"per_document": a.mined, "weight": a.mined_weight, "hard": a.hard} if a.mined else None,

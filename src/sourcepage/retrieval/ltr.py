@@ -19,8 +19,10 @@ corpora (ranks and within-question normalised scores, never a raw score scale):
   ``listing`` = the page is of a kind ``sect:`` puts last (contents, index, glossary,
   amendments, change tables) and the question does not ask for that kind.
 
-A linear model (logistic regression on standardised features, pointwise; fitted on the
-project's dev questions with question-level cross-validation, ``fit``) scores the candidates;
+A linear model (logistic regression on standardised features, pointwise ``fit`` or on
+positive-minus-negative pairs of one query ``fit_pairwise``; fitted on the project's dev
+questions and pairs mined from the corpora, with question-level cross-validation,
+``evaluation.ltr_fit``) scores the candidates;
 pages are ordered by that score (rounded to 1e-9), ties by the RRF order, then page order.
 The model is plain JSON (feature names, means, scales, weights; no pickle), shipped in the
 package (``models/ltr-<parts>.json``) and replaceable per store
@@ -212,6 +214,45 @@ def fit(
         "coef": [round(float(v), 10) for v in clf.coef_[0]],
         "intercept": round(float(clf.intercept_[0]), 10),
         "C": c,
+    }
+
+
+def fit_pairwise(
+    groups: Sequence[tuple[np.ndarray, np.ndarray, float]],
+    names: Sequence[str],
+    depth: int = DEPTH,
+    c: float = 1.0,
+    seed: int = 42,
+) -> dict[str, Any]:
+    """Fit the linear model on pairs: per query (its candidates' features, labels, weight),
+    each positive minus each negative among the first ``depth`` candidates (RRF order), both
+    signs, logistic loss without intercept; a query's pairs weigh ``weight`` in total, so a
+    question with many pages does not outweigh one with few. Same JSON form as ``fit``."""
+    from sklearn.linear_model import LogisticRegression
+
+    allx = np.vstack([g[0] for g in groups])
+    mean, scale = allx.mean(axis=0), allx.std(axis=0)
+    scale[scale < 1e-12] = 1.0
+    diffs, ws = [], []
+    for gx, gy, weight in groups:
+        z = (gx - mean) / scale
+        pos, neg = np.flatnonzero(gy == 1), np.flatnonzero(gy == 0)[:depth]
+        if pos.size and neg.size:
+            d = (z[pos][:, None, :] - z[neg][None, :, :]).reshape(-1, z.shape[1])
+            diffs.append(d)
+            ws.append(np.full(len(d), weight / len(d)))
+    d, w = np.vstack(diffs), np.concatenate(ws)
+    clf = LogisticRegression(C=c, fit_intercept=False, max_iter=5000, random_state=seed)
+    clf.fit(np.vstack([d, -d]), np.r_[np.ones(len(d)), np.zeros(len(d))], sample_weight=np.r_[w, w])
+    return {
+        "format": MODEL_FORMAT,
+        "features": list(names),
+        "mean": [round(float(v), 10) for v in mean],
+        "scale": [round(float(v), 10) for v in scale],
+        "coef": [round(float(v), 10) for v in clf.coef_[0]],
+        "intercept": 0.0,
+        "C": c,
+        "loss": "pairwise",
     }
 
 
