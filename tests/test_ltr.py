@@ -48,7 +48,7 @@ def test_a_store_model_ranks_deterministically_and_a_missing_one_is_a_clear_erro
 
 def test_the_shipped_model_is_plain_json_with_its_measurement() -> None:
     model = json.loads((MODELS_DIR / "ltr-bm25__dense.json").read_text())
-    assert model["parts"] == "bm25+dense" and model["features"] == feature_names(2)
+    assert model["parts"] == "bm25+dense" and model["features"] == feature_names(2, sections=True)
     assert len(model["coef"]) == len(model["mean"]) == len(model["scale"]) == len(model["features"])
     assert model["cv"]["questions"] > 50 and set(model["cv"]) >= {"rrf", "ltr"}
 
