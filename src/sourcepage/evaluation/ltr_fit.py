@@ -15,6 +15,10 @@ N pairs per document mined from each store's page structure (``evaluation.mined`
 section title as the query, labelled 1 on its section's pages, 0 on the other candidates
 (``--hard``: only the document's other sections' pages are kept as negatives); their rows
 weigh ``--mined-weight`` times the questions' rows in total (0: mined pairs alone).
+
+The reviewer log enters as one more question file: ``sourcepage reviews --store STORE
+--export reviewed.jsonl`` writes each reviewed question (answered ones with the pages the
+reviewer accepted as evidence), and ``STORE reviewed.jsonl`` is then one more pair here.
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ def training_rows(
             xs.append(x)
             ys += [int(q.evidence.get(h.page_id, 0) >= 1) for h in hits]
             keys += [f"{qfile}:{q.id}"] * len(hits)
+    if not xs:
+        raise ValueError(f"no answerable question in {', '.join(str(q) for _, q in pairs)}")
     return np.vstack(xs), np.array(ys), np.array(keys)
 
 
