@@ -140,7 +140,8 @@ def variants(data: dict, searchers: dict[str, Searcher]) -> None:
         ranked: dict[str, list[list[str]]] = {}
         for a in asked:
             ranked.setdefault(a.split, []).append(a.baselines[m])
-        rows[m + " (shipped)" * m.endswith("ltr:bm25+dense")] = _scores(ranked, asked)
+        label = m + " (shipped model, fitted on these questions)" * m.endswith("ltr:bm25+dense")
+        rows[label] = _scores(ranked, asked)
     every = feature_names(2, True)
     for loss, feats, tname, (mined, ratio) in _grid(mx, my, mk, hard):
         names = FEATURE_SETS[feats]

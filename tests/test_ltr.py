@@ -70,3 +70,23 @@ def test_section_features_extend_the_rows_and_a_model_reading_them_ranks(fresh_s
     (fresh_store / "indexes" / "raw" / "ltr-bm25__lsa.json").write_text(json.dumps(model))
     ranked = Searcher(fresh_store).rank(Q, "ltr:bm25+lsa", k=None).hits
     assert ranked[0].page_id == hits[int(np.argmax(model_scores(model, x2)))].page_id
+
+
+def test_pairwise_fit_ranks_a_labelled_page_first(fresh_store: Path) -> None:
+    """``fit_pairwise`` learns from positive-minus-negative differences of one query: on the
+    query it was fitted on, a labelled page comes first; the model is the same JSON form."""
+    from sourcepage.retrieval.ltr import fit_pairwise
+
+    s = Searcher(fresh_store)
+    parts = [parse_method("bm25"), parse_method("lsa")]
+    names = feature_names(2, sections=True)
+    groups = []
+    for q in (Q, "When must a confined space permit be cancelled?"):
+        hits, x = candidates(s, parts, q, {}, sections=True)
+        y = (x[:, names.index("coverage")] == x[:, names.index("coverage")].max()).astype(int)
+        groups.append((x, y, 1.0))
+    model = fit_pairwise(groups, names)
+    assert model["intercept"] == 0.0 and model["loss"] == "pairwise" and model["features"] == names
+    x, y, _ = groups[0]
+    assert y[int(np.argmax(model_scores(model, x)))] == 1
+    assert fit_pairwise(groups, names) == model  # deterministic
