@@ -48,6 +48,45 @@ def test_a_store_model_ranks_deterministically_and_a_missing_one_is_a_clear_erro
 
 def test_the_shipped_model_is_plain_json_with_its_measurement() -> None:
     model = json.loads((MODELS_DIR / "ltr-bm25__dense.json").read_text())
-    assert model["parts"] == "bm25+dense" and model["features"] == feature_names(2)
+    assert model["parts"] == "bm25+dense" and model["features"] == feature_names(2, sections=True)
     assert len(model["coef"]) == len(model["mean"]) == len(model["scale"]) == len(model["features"])
     assert model["cv"]["questions"] > 50 and set(model["cv"]) >= {"rrf", "ltr"}
+
+
+def test_section_features_extend_the_rows_and_a_model_reading_them_ranks(fresh_store: Path) -> None:
+    """``sections=True`` appends sect_rr, head and listing to the same rows; a model whose
+    features name them is scored on them (the shipped model, without them, is unchanged)."""
+    s = Searcher(fresh_store)
+    parts = [parse_method("bm25"), parse_method("lsa")]
+    hits, x = candidates(s, parts, Q, {})
+    hits2, x2 = candidates(s, parts, Q, {}, sections=True)
+    names = feature_names(2, sections=True)
+    assert hits2 == hits and x2.shape == (len(hits), len(names)) and np.array_equal(x2[:, : x.shape[1]], x)
+    assert names[-3:] == ["sect_rr", "head", "listing"]
+    assert np.all((x2[:, -3] >= 0) & (x2[:, -3] <= 1)) and set(np.unique(x2[:, -1])) <= {0.0, 1.0}
+    assert x2[:, -3].max() == 1.0  # some candidate's section ranks first
+    y = (x2[:, -3] == 1.0).astype(int)
+    model = {**fit(x2, y, names), "parts": "bm25+lsa"}
+    (fresh_store / "indexes" / "raw" / "ltr-bm25__lsa.json").write_text(json.dumps(model))
+    ranked = Searcher(fresh_store).rank(Q, "ltr:bm25+lsa", k=None).hits
+    assert ranked[0].page_id == hits[int(np.argmax(model_scores(model, x2)))].page_id
+
+
+def test_pairwise_fit_ranks_a_labelled_page_first(fresh_store: Path) -> None:
+    """``fit_pairwise`` learns from positive-minus-negative differences of one query: on the
+    query it was fitted on, a labelled page comes first; the model is the same JSON form."""
+    from sourcepage.retrieval.ltr import fit_pairwise
+
+    s = Searcher(fresh_store)
+    parts = [parse_method("bm25"), parse_method("lsa")]
+    names = feature_names(2, sections=True)
+    groups = []
+    for q in (Q, "When must a confined space permit be cancelled?"):
+        hits, x = candidates(s, parts, q, {}, sections=True)
+        y = (x[:, names.index("coverage")] == x[:, names.index("coverage")].max()).astype(int)
+        groups.append((x, y, 1.0))
+    model = fit_pairwise(groups, names)
+    assert model["intercept"] == 0.0 and model["loss"] == "pairwise" and model["features"] == names
+    x, y, _ = groups[0]
+    assert y[int(np.argmax(model_scores(model, x)))] == 1
+    assert fit_pairwise(groups, names) == model  # deterministic

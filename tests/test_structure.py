@@ -168,3 +168,32 @@ def test_schema_4_store_is_migrated_and_reingested(fresh_corpus: Path, fresh_sto
     assert "stale" not in {sec for sec, _, _ in st.page_structure().values()}
     st.close()
     assert not ingest(fresh_corpus, fresh_store, workers=1).extracted  # once
+
+
+def test_mined_pairs_on_the_real_nz_and_eu_pages(nz_eu_store: Path) -> None:
+    """A section title with its number stripped → the pages of its section; the document's
+    other sections' pages are the hard negatives; listing pages and one-word titles never
+    make a pair."""
+    from sourcepage.evaluation.mined import LISTING, mine_pairs, sample, strip_number
+    from sourcepage.retrieval.tokenize import content_terms
+
+    structure = Store(nz_eu_store).page_structure()
+    pairs = {(p.doc_id, p.query): p for p in mine_pairs(structure)}
+    officers = pairs[("nz-hswa-2015", "Duty of officers")]
+    assert officers.section.endswith("Duties of officers, workers, and other persons › 44 Duty of officers")
+    assert officers.positives == ("nz-hswa-2015#p42", "nz-hswa-2015#p43")
+    assert {"nz-hswa-2015#p40", "nz-hswa-2015#p171"} <= set(officers.negatives)  # s 42; amendments
+    title = "Obligations of manufacturers of machinery and related products"
+    makers = pairs[("eu-reg-2023-1230-machinery", title)]
+    assert "eu-reg-2023-1230-machinery#p19" in makers.positives
+    assert all(n.startswith("eu-reg-2023-1230-machinery#") for n in makers.negatives)
+    for p in pairs.values():
+        assert not set(p.positives) & set(p.negatives)
+        assert all(structure[pid][2] not in LISTING for pid in p.positives)
+        assert len(content_terms(p.query)) >= 2 and not p.query[0].isdigit()
+    assert strip_number("Article 10 Obligations of manufacturers") == "Obligations of manufacturers"
+    assert strip_number("Subpart 2—Duties of PCBUs") == "Duties of PCBUs"
+    assert strip_number("1910.147(c)(4) Energy control procedure") == "Energy control procedure"
+    assert strip_number("A guide to ladders") == "A guide to ladders"
+    few = sample(list(pairs.values()), 5)
+    assert len(few) == 10 and few == sample(list(pairs.values()), 5)  # 5 per document, seeded

@@ -12,10 +12,17 @@ corpora (ranks and within-question normalised scores, never a raw score scale):
 * ``doc_share`` = share of the candidates from the page's document;
 * ``coverage`` = idf-weighted share of the question's content words that occur on the page
   (raw page text), ``missing_idf`` = the largest idf of a content word absent from it;
-* ``contents`` = the audit's contents-page flag, ``low_text`` = fewer than 300 characters.
+* ``contents`` = the audit's contents-page flag, ``low_text`` = fewer than 300 characters;
+* with ``sections`` (a model whose features name them): ``sect_rr`` = 1/rank of the page's
+  section among the candidates' sections in the whole-section BM25 index of ``sect:``,
+  ``head`` = the idf-weighted share of the question's words in the page's headings,
+  ``listing`` = the page is of a kind ``sect:`` puts last (contents, index, glossary,
+  amendments, change tables) and the question does not ask for that kind.
 
-A linear model (logistic regression on standardised features, pointwise; fitted on the
-project's dev questions with question-level cross-validation, ``fit``) scores the candidates;
+A linear model (logistic regression on standardised features, pointwise ``fit`` or on
+positive-minus-negative pairs of one query ``fit_pairwise``; fitted on the project's dev
+questions and pairs mined from the corpora, with question-level cross-validation,
+``evaluation.ltr_fit``) scores the candidates;
 pages are ordered by that score (rounded to 1e-9), ties by the RRF order, then page order.
 The model is plain JSON (feature names, means, scales, weights; no pickle), shipped in the
 package (``models/ltr-<parts>.json``) and replaceable per store
@@ -46,10 +53,27 @@ MODEL_FORMAT = 1
 MODELS_DIR = Path(__file__).parent / "models"
 PER_PART = ("rr", "z", "doc_rr", "nb_rr")
 SHARED = ("rrf", "doc_share", "coverage", "missing_idf", "contents", "low_text")
+SECTION = ("sect_rr", "head", "listing")
 
 
-def feature_names(n_parts: int) -> list[str]:
-    return [f"{f}_{i}" for i in range(n_parts) for f in PER_PART] + list(SHARED)
+def feature_names(n_parts: int, sections: bool = False) -> list[str]:
+    per_part = [f"{f}_{i}" for i in range(n_parts) for f in PER_PART]
+    return per_part + list(SHARED) + list(SECTION if sections else ())
+
+
+def _section_columns(searcher: Searcher, query: str, pages: list[str]) -> list[np.ndarray]:
+    """``sect_rr``, ``head`` and ``listing`` of the candidate pages (module docstring)."""
+    from sourcepage.retrieval.sections import SETTINGS, asked_kinds, heading_scores, section_index
+
+    ranks = section_index(searcher).ranks(query, pages)
+    heads = heading_scores(searcher, query, pages)
+    structure = searcher.structure()
+    listing = set(SETTINGS.demote) - asked_kinds(query)
+    return [
+        np.array([1.0 / ranks[p] if p in ranks else 0.0 for p in pages]),
+        np.array([heads.get(p, 0.0) for p in pages]),
+        np.array([float(structure.get(p, ("", "", ""))[2] in listing) for p in pages]),
+    ]
 
 
 def _page_info(searcher: Searcher) -> dict[str, tuple[frozenset[str], int, int]]:
@@ -71,15 +95,19 @@ def _page_info(searcher: Searcher) -> dict[str, tuple[frozenset[str], int, int]]
 
 
 def candidates(
-    searcher: Searcher, parts: Sequence[Method], query: str, filters: Mapping[str, list[str]]
+    searcher: Searcher,
+    parts: Sequence[Method],
+    query: str,
+    filters: Mapping[str, list[str]],
+    sections: bool = False,
 ) -> tuple[list[Hit], np.ndarray]:
     """The candidate pages (in RRF order, each with the chunk of its best stage) and their
-    feature matrix (rows in the same order, columns ``feature_names(len(parts))``)."""
+    feature matrix (rows in the same order, columns ``feature_names(len(parts), sections)``)."""
     lists = [searcher.ranked(p, query, DEPTH, dict(filters)) for p in parts]
     order = searcher.index(parts[0]).page_order
     fused = rrf(lists, order, RRF_K)
     if not fused:
-        return [], np.zeros((0, len(feature_names(len(parts)))))
+        return [], np.zeros((0, len(feature_names(len(parts), sections))))
     info = _page_info(searcher)
     df, n_chunks = searcher.term_df()
     terms = sorted(content_terms(query))
@@ -123,6 +151,8 @@ def candidates(
         np.array(contents, dtype=np.float64),
         np.array(low, dtype=np.float64),
     ]
+    if sections:
+        cols += _section_columns(searcher, query, [h.page_id for h in fused])
     return fused, np.column_stack(cols)
 
 
@@ -148,21 +178,34 @@ def load_model(parts_name: str, store: Path | None = None, version: str = "raw")
     return model
 
 
+def uses_sections(model: Mapping[str, Any]) -> bool:
+    """True when the model reads the section features (``SECTION``)."""
+    return any(f in model["features"] for f in SECTION)
+
+
 def model_scores(model: Mapping[str, Any], x: np.ndarray) -> np.ndarray:
-    """Linear scores of standardised features (numpy only)."""
+    """Linear scores of standardised features (numpy only); ``x`` has the model's columns."""
     mean, scale = np.asarray(model["mean"]), np.asarray(model["scale"])
     return ((x - mean) / scale) @ np.asarray(model["coef"]) + float(model["intercept"])
 
 
-def fit(x: np.ndarray, y: np.ndarray, names: Sequence[str], c: float = 1.0, seed: int = 42) -> dict[str, Any]:
-    """Fit the pointwise logistic model; returns the JSON-ready model (no parts/provenance)."""
+def fit(
+    x: np.ndarray,
+    y: np.ndarray,
+    names: Sequence[str],
+    c: float = 1.0,
+    seed: int = 42,
+    weights: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """Fit the pointwise logistic model (rows weighted by ``weights``, e.g. mined pairs
+    below labelled questions); returns the JSON-ready model (no parts/provenance)."""
     from sklearn.linear_model import LogisticRegression
 
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-12] = 1.0
     clf = LogisticRegression(C=c, max_iter=5000, random_state=seed)
-    clf.fit((x - mean) / scale, y)
+    clf.fit((x - mean) / scale, y, sample_weight=weights)
     return {
         "format": MODEL_FORMAT,
         "features": list(names),
@@ -171,6 +214,45 @@ def fit(x: np.ndarray, y: np.ndarray, names: Sequence[str], c: float = 1.0, seed
         "coef": [round(float(v), 10) for v in clf.coef_[0]],
         "intercept": round(float(clf.intercept_[0]), 10),
         "C": c,
+    }
+
+
+def fit_pairwise(
+    groups: Sequence[tuple[np.ndarray, np.ndarray, float]],
+    names: Sequence[str],
+    depth: int = DEPTH,
+    c: float = 1.0,
+    seed: int = 42,
+) -> dict[str, Any]:
+    """Fit the linear model on pairs: per query (its candidates' features, labels, weight),
+    each positive minus each negative among the first ``depth`` candidates (RRF order), both
+    signs, logistic loss without intercept; a query's pairs weigh ``weight`` in total, so a
+    question with many pages does not outweigh one with few. Same JSON form as ``fit``."""
+    from sklearn.linear_model import LogisticRegression
+
+    allx = np.vstack([g[0] for g in groups])
+    mean, scale = allx.mean(axis=0), allx.std(axis=0)
+    scale[scale < 1e-12] = 1.0
+    diffs, ws = [], []
+    for gx, gy, weight in groups:
+        z = (gx - mean) / scale
+        pos, neg = np.flatnonzero(gy == 1), np.flatnonzero(gy == 0)[:depth]
+        if pos.size and neg.size:
+            d = (z[pos][:, None, :] - z[neg][None, :, :]).reshape(-1, z.shape[1])
+            diffs.append(d)
+            ws.append(np.full(len(d), weight / len(d)))
+    d, w = np.vstack(diffs), np.concatenate(ws)
+    clf = LogisticRegression(C=c, fit_intercept=False, max_iter=5000, random_state=seed)
+    clf.fit(np.vstack([d, -d]), np.r_[np.ones(len(d)), np.zeros(len(d))], sample_weight=np.r_[w, w])
+    return {
+        "format": MODEL_FORMAT,
+        "features": list(names),
+        "mean": [round(float(v), 10) for v in mean],
+        "scale": [round(float(v), 10) for v in scale],
+        "coef": [round(float(v), 10) for v in clf.coef_[0]],
+        "intercept": 0.0,
+        "C": c,
+        "loss": "pairwise",
     }
 
 
@@ -203,7 +285,7 @@ class LtrMethod:
         cache = searcher.__dict__.setdefault("_ltr_models", {})
         if parts_name not in cache:
             cache[parts_name] = load_model(parts_name, searcher.store.path, searcher.version)
-        hits, x = candidates(searcher, method.parts, query, filters)
+        hits, x = candidates(searcher, method.parts, query, filters, uses_sections(cache[parts_name]))
         if not hits:
             return []
         out = rerank(hits, model_scores(cache[parts_name], x))

@@ -201,6 +201,11 @@ def section_index(searcher: Searcher) -> _SectionIndex:
     return idx
 
 
+def asked_kinds(query: str) -> set[str]:
+    """The listing kinds the question asks for ("which amendments …", "glossary"): not demoted."""
+    return {k for k, pattern in _ASKS.items() if pattern.search(query)}
+
+
 def _neighbours(pid: str) -> tuple[str, str]:
     doc, _, n = pid.rpartition("#p")
     k = int(n)
@@ -227,7 +232,7 @@ def section_rank(
             s += settings.neighbour * max((base_rr.get(n, 0.0) for n in _neighbours(h.page_id)), default=0.0)
         score[h.page_id] = s
     structure = searcher.structure()
-    demoted = {k for k in settings.demote if not (_ASKS.get(k) and _ASKS[k].search(query))}
+    demoted = set(settings.demote) - asked_kinds(query)
 
     def low(h: Hit) -> bool:
         return structure.get(h.page_id, ("", "", ""))[2] in demoted
