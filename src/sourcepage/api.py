@@ -301,6 +301,14 @@ _services: dict[tuple[str, str, bool], SearchService] = {}
 _services_lock = threading.Lock()
 
 
+def one_question_process() -> None:
+    """Say that this process answers one question and exits (``sourcepage search``): the
+    encoders that load fastest are used (``retrieval.dense.one_question_process``)."""
+    from sourcepage.retrieval.dense import one_question_process as one
+
+    one()
+
+
 def service(store: str | Path, version: str = "raw", build: bool = True) -> SearchService:
     """The cached SearchService of (store, version), rebuilt when the store's content or
     its policy changed since it was made. ``build=False``: never build an index (raise

@@ -352,6 +352,7 @@ def search(
 
     if not 1 <= k <= 100:
         fail(f"-k must be between 1 and 100, got {k}")
+    api.one_question_process()
     with progress() as prog:  # a bar for an index built on first use
         try:
             filters = api.filters_from_pairs(filter_)
