@@ -350,7 +350,7 @@ def search(
 ) -> dict[str, Any]:
     """Ranked source pages with provenance (``method`` None: ``default_method()``, measured
     on the dev splits), a support decision (spec §5) and, unless
-    the decision is refuse, quoted supporting sentences with citations (appended to
+    the decision is refuse, supporting quotes (passages) with citations (appended to
     ``<store>/answers.jsonl``, apart from retrieval, when ``log`` is set). ``build``:
     build a missing or stale index first (else IndexMissing). ``query_ms`` is the whole call;
     ``timings_ms`` splits it into ``load`` (indexes and models, built on first use — ``notify``
