@@ -34,9 +34,13 @@ ARGS = [
 QUESTION = "hearing protection and who may remove a lock"
 ANSWER = "Only the employee who applied a lock may remove it; hearing protection is a separate duty."
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install chromium)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install chromium)"
+    ),
+    pytest.mark.usefixtures("browser_watchdog"),
+    pytest.mark.flaky(reruns=1),  # a hung browser is killed by the watchdog (conftest) and run again
+]
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
 
