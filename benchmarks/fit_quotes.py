@@ -278,7 +278,7 @@ def _kinds_asked(rows: list[dict[str, Any]]) -> None:
         for c in r["cands"]:
             c["features"].setdefault("kinds_asked", k)
             if "lead_role" not in c["features"]:
-                c["features"]["lead_role"] = S.lead_role(c["text"], q_roles)
+                c["features"]["lead_role"] = S.lead_role(S._stem_counts(c["text"]), q_roles)
 
 
 def main() -> None:

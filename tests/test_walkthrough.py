@@ -90,13 +90,12 @@ def test_quotes_read_as_text(service: api.SearchService, question: str) -> None:
 @pytest.fixture(scope="module")
 def full_service(tmp_path_factory: pytest.TempPathFactory) -> api.SearchService:
     """A store of corpus-intl with the default method's indexes (dense: minutes of CPU)."""
-    from sourcepage.retrieval.methods import default_method, parse_method
+    from sourcepage.retrieval.index import build_indexes
 
     path = tmp_path_factory.mktemp("intl-full") / "store"
     assert not ingest(CORPUS, path).failed
-    svc = api.SearchService(path)
-    svc.searcher.index(parse_method(default_method()))
-    return svc
+    build_indexes(path, "raw", ["bm25", "dense"])  # what sect:route:rrf:bm25+dense reads
+    return api.SearchService(path)
 
 
 #: the walkthrough questions whose answering page the default ranking does not put in the

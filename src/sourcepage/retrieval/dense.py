@@ -327,7 +327,12 @@ def runtime_tag(model: str) -> str | None:
     decisions on the osha6 dev questions, so an index or sentence table made by either
     serves the other — a store indexed before the export needs no re-index. int8 (a cosine
     of 0.992 for e5) is recorded and never mixed."""
-    return "onnx-int8" if runtime(model) == "int8" else None
+    return tag_of(runtime(model))
+
+
+def tag_of(runtime_name: str) -> str | None:
+    """``runtime_tag`` of a runtime by name: only int8's vectors are kept apart."""
+    return "onnx-int8" if runtime_name == "int8" else None
 
 
 def cache_key(encoder: Encoder) -> str:

@@ -201,18 +201,30 @@ def fit(
     below labelled questions); returns the JSON-ready model (no parts/provenance)."""
     from sklearn.linear_model import LogisticRegression
 
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale < 1e-12] = 1.0
+    mean, scale = _standardisation(x)
     clf = LogisticRegression(C=c, max_iter=5000, random_state=seed)
     clf.fit((x - mean) / scale, y, sample_weight=weights)
+    return _model_json(names, mean, scale, clf.coef_[0], float(clf.intercept_[0]), c)
+
+
+def _standardisation(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column means and standard deviations (a constant column scaled by 1)."""
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale < 1e-12] = 1.0
+    return mean, scale
+
+
+def _model_json(
+    names: Sequence[str], mean: np.ndarray, scale: np.ndarray, coef: np.ndarray, intercept: float, c: float
+) -> dict[str, Any]:
+    """The model file's JSON form (``fit`` and ``fit_pairwise``)."""
     return {
         "format": MODEL_FORMAT,
         "features": list(names),
         "mean": [round(float(v), 10) for v in mean],
         "scale": [round(float(v), 10) for v in scale],
-        "coef": [round(float(v), 10) for v in clf.coef_[0]],
-        "intercept": round(float(clf.intercept_[0]), 10),
+        "coef": [round(float(v), 10) for v in coef],
+        "intercept": round(float(intercept), 10),
         "C": c,
     }
 
@@ -230,9 +242,7 @@ def fit_pairwise(
     question with many pages does not outweigh one with few. Same JSON form as ``fit``."""
     from sklearn.linear_model import LogisticRegression
 
-    allx = np.vstack([g[0] for g in groups])
-    mean, scale = allx.mean(axis=0), allx.std(axis=0)
-    scale[scale < 1e-12] = 1.0
+    mean, scale = _standardisation(np.vstack([g[0] for g in groups]))
     diffs, ws = [], []
     for gx, gy, weight in groups:
         z = (gx - mean) / scale
@@ -245,13 +255,7 @@ def fit_pairwise(
     clf = LogisticRegression(C=c, fit_intercept=False, max_iter=5000, random_state=seed)
     clf.fit(np.vstack([d, -d]), np.r_[np.ones(len(d)), np.zeros(len(d))], sample_weight=np.r_[w, w])
     return {
-        "format": MODEL_FORMAT,
-        "features": list(names),
-        "mean": [round(float(v), 10) for v in mean],
-        "scale": [round(float(v), 10) for v in scale],
-        "coef": [round(float(v), 10) for v in clf.coef_[0]],
-        "intercept": 0.0,
-        "C": c,
+        **_model_json(names, mean, scale, clf.coef_[0], 0.0, c),
         "loss": "pairwise",
     }
 

