@@ -277,7 +277,7 @@ def evaluate(rows: list[dict[str, Any]]) -> None:
     policy's t_refuse)."""
     from sourcepage.support.policy import default_policy
 
-    _kinds_asked(rows)
+    _text_features(rows)
     model = S.quote_model()
     assert model is not None, "no shipped quote model"
     probs = [model.proba([c["features"] for c in r["cands"]]) for r in rows]
@@ -293,20 +293,24 @@ def evaluate(rows: list[dict[str, Any]]) -> None:
     print(json.dumps({k: round(v, 4) for k, v in o.items()}))
 
 
-def _kinds_asked(rows: list[dict[str, Any]]) -> None:
-    """Add the features rows collected before them lack, from the question and the unit
-    text with the product's own functions: ``kinds_asked`` and ``lead_role``."""
+def _text_features(rows: list[dict[str, Any]]) -> None:
+    """Set the features that follow from the question and the unit text alone with the
+    product's own functions, so that a change of their rule needs no new collection:
+    ``kinds_asked`` and the roles (``role_match``, ``role_other``, ``lead_role``)."""
     texts = {}
     for path in {r["set"] for r in rows}:
         texts.update({(path, q.id): q.question for q in read_questions(Path(path))})
     for r in rows:
         query = Query.parse(texts[r["set"], r["id"]])
         k = float(any(a in ("actor", "list", "condition") for a in query.kinds))
-        q_roles = S._roles(set(query.stems))
+        q_roles = set(S.roles_in(query.text))
         for c in r["cands"]:
-            c["features"].setdefault("kinds_asked", k)
-            if "lead_role" not in c["features"]:
-                c["features"]["lead_role"] = S.lead_role(S._stem_counts(c["text"]), q_roles)
+            named = S.roles_in(c["text"])
+            s_roles = set(named)
+            c["features"]["kinds_asked"] = k
+            c["features"]["role_match"] = len(q_roles & s_roles) / len(q_roles) if q_roles else 0.0
+            c["features"]["role_other"] = float(bool(q_roles) and bool(s_roles) and not (q_roles & s_roles))
+            c["features"]["lead_role"] = S.lead_role(named, q_roles)
 
 
 def main() -> None:
@@ -337,7 +341,7 @@ def main() -> None:
         return
     for part in a.partial:
         rows += [json.loads(x) for x in Path(part).read_text().splitlines()]
-    _kinds_asked(rows)
+    _text_features(rows)
     rule = []
     for r in rows:
         cands = [S.Candidate(None, None, 0, 0, False, features=c["features"]) for c in r["cands"]]  # type: ignore[arg-type]

@@ -110,6 +110,12 @@ def check_answer(
     notes = []
     if not quotes:
         notes.append(f"no sentence was quoted (the question asks for {answer.get('asked') or 'a statement'})")
+    elif not found and answer.get("other_party"):
+        party = answer["other_party"]
+        notes.append(
+            f"the quotes most likely to state it set out the duty of {_either(party['quoted'])}, "
+            f"not of {_either(party['asked'])} as asked"
+        )
     elif not found:
         what = answer.get("asked") or "a statement"
         risk = any(q.get("layout_risk") for q in answer.get("quotes", []))
@@ -146,3 +152,8 @@ def point_covered(point: str, quotes: str, weights: Mapping[str, float] | None =
     share, _ = coverage(point, quotes, weights)
     nums = {n for n in numbers(point) if n[0].isdigit()}
     return share >= PART_COVERAGE and nums <= set(numbers(quotes))
+
+
+def _either(words: list[str]) -> str:
+    """Role words as a person reads them: "importer or distributor" (plural forms are not made)."""
+    return " or ".join(words) if words else "another party"

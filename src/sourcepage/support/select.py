@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -123,26 +123,43 @@ def _stems(text: str) -> set[str]:
     return set(stem_terms(content_terms(text)).values())
 
 
-def _roles(stems: set[str]) -> set[str]:
-    return {r for r in _role_stems() if r in stems}
-
-
-def lead_role(stems: Iterable[str], q_roles: set[str]) -> float:
-    """1 when the first role a unit names (its ``stems`` in text order, ``_stem_counts``) is
-    one of ``q_roles``, −1 when it is another, 0 when it names none or the question names
-    none. The actor of a duty comes first ("Before placing machinery on the market,
-    importers shall ensure … by the manufacturer"): naming the asked role further on does not
-    make it the importers' duty the manufacturer's."""
-    if not q_roles:
-        return 0.0
-    roles = _role_stems()
-    first = next((s for s in stems if s in roles), None)
-    return 0.0 if first is None else (1.0 if first in q_roles else -1.0)
+#: a word of a text, hyphenated compounds whole ("self-employed")
+_WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
 
 
 @lru_cache(maxsize=1)
-def _role_stems() -> frozenset[str]:
-    return frozenset(stem_terms(set(ROLES)).values())
+def _role_forms() -> dict[str, str]:
+    """Each form of a role word (singular, plural, "authorised") → the role. Roles are
+    matched on words, not stems: the stemmer makes "employed" the employer's, "operation"
+    the operator's and "regulation" the regulator's."""
+    forms = {}
+    for role in ROLES:
+        for form in (role, role + "s", role.replace("iz", "is")):
+            forms[form] = role
+    return forms
+
+
+def roles_in(text: str) -> list[str]:
+    """The roles ``text`` names, in text order (repeats kept)."""
+    forms = _role_forms()
+    return [forms[w] for w in _WORD.findall(text.lower()) if w in forms]
+
+
+def lead_role(roles: Sequence[str], q_roles: set[str]) -> float:
+    """1 when the first role a unit names (``roles_in``) is one of ``q_roles``, −1 when it
+    is another, 0 when it names none or the question names none. The actor of a duty comes
+    first ("Before placing machinery on the market, importers shall ensure … by the
+    manufacturer"): naming the asked role further on does not make it the importers' duty
+    the manufacturer's."""
+    if not q_roles or not roles:
+        return 0.0
+    return 1.0 if roles[0] in q_roles else -1.0
+
+
+def other_party(c: Candidate) -> bool:
+    """Whether the unit sets out another party's duty than the one the question asks about
+    (``lead_role`` −1: the question names a role, the unit names another first)."""
+    return c.features.get("lead_role", 0.0) < 0
 
 
 @dataclass
@@ -201,7 +218,7 @@ def featurise(
     sims = dict(cosines([cands[i].text for i in keep])) if cosines else {}
     e5, ml = (_spread(sims.get(k), keep, len(cands)) for k in ("e5", "minilm"))
     ceiling = total * (K1 + 1)
-    q_roles = _roles(set(w))
+    q_roles = set(roles_in(query.text))
     exc_q = float(bool(_EXCEPTION_Q.search(query.text)))
     others = [k for k in query.kinds if k in ("actor", "list", "condition")]
     per_page: dict[str, int] = {}
@@ -217,7 +234,8 @@ def featurise(
             for s, v in w.items()
             if s in tf
         )
-        s_roles = _roles(c.stems)
+        named = roles_in(c.text)
+        s_roles = set(named)
         nb = [e5[j] for j in (i - 1, i + 1) if 0 <= j < len(cands) and cands[j].page is c.page]
         c.features = {
             "e5": float(e5[i]),
@@ -235,7 +253,7 @@ def featurise(
             ),
             "role_match": len(q_roles & s_roles) / len(q_roles) if q_roles else 0.0,
             "role_other": float(bool(q_roles) and bool(s_roles) and not (q_roles & s_roles)),
-            "lead_role": lead_role(tf, q_roles),
+            "lead_role": lead_role(named, q_roles),
             "exception_q": exc_q,
             "exception_s": float(bool(_EXCEPTION_S.search(c.text))),
             "neighbour": float(max(nb)) if nb else 0.0,
