@@ -254,7 +254,8 @@ def test_no_text_is_quoted_twice_across_quotes() -> None:
 
 
 def test_lead_role_is_the_first_role_named() -> None:
-    from sourcepage.support.select import lead_role, roles_in
+    from sourcepage.support.select import lead_role
+    from sourcepage.text.roles import roles_in
 
     q = set(roles_in("What must the manufacturer do before placing machinery on the market?"))
     assert q == {"manufacturer"}
@@ -269,7 +270,7 @@ def test_lead_role_is_the_first_role_named() -> None:
 def test_roles_are_words_not_stems() -> None:
     """The stemmer makes "regulation" the regulator's, "employed" the employer's and
     "operation" the operator's: roles are matched on words."""
-    from sourcepage.support.select import roles_in
+    from sourcepage.text.roles import roles_in
 
     assert roles_in("Under the EU machinery regulation, the operation of plant by employed persons") == []
     assert roles_in("Authorised employees and self-employed persons; the PCBU's workers") == [
@@ -311,3 +312,16 @@ def test_a_quote_of_another_partys_duty_does_not_make_an_answer() -> None:
     }
     summary = check_answer(q, ans)["summary"]
     assert "duty of importer, not of manufacturer as asked" in summary
+
+
+def test_a_pcbu_is_the_employers_party() -> None:
+    """Australian and New Zealand law put the employer's duties on the PCBU and call
+    employees workers: a PCBU's duty is not another party's for a question about employers."""
+    from sourcepage.support.select import lead_role, role_features
+    from sourcepage.text.roles import roles_in
+
+    q = set(roles_in("What must an employer do after a notifiable event?"))
+    assert lead_role(roles_in("A PCBU must ensure that the regulator is notified."), q) == 1.0
+    assert lead_role(roles_in("The importer must keep the declaration."), q) == -1.0
+    f = role_features(roles_in("Workers must take care."), set(roles_in("What must employees do?")))
+    assert f == {"role_match": 1.0, "role_other": 0.0, "lead_role": 1.0}

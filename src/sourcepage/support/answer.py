@@ -44,9 +44,9 @@ from sourcepage.support.select import (
     featurise,
     other_party,
     quote_model,
-    roles_in,
     score,
 )
+from sourcepage.text.roles import roles_in
 from sourcepage.text.sentences import split_sentences
 
 __all__ = ["choose", "extract_answer", "log_answer", "split_sentences", "stated"]
@@ -221,25 +221,7 @@ def extract_answer(
         fact_found = bool(chosen) and stated(chosen) >= threshold
     else:  # the rule: its best quote decides
         fact_found = bool(chosen) and chosen[0].p >= threshold and not chosen[0].risk
-    quotes = []
-    for q in passages(chosen, cands):
-        c = q.units[0]
-        text = q.text
-        quotes.append(
-            {
-                "text": text,
-                "sentences": [u.text for u in q.units],
-                "spans": sorted([i, i + len(u.text)] for u in q.units if (i := text.find(u.text)) >= 0),
-                "page": c.page.page,
-                "chunk_id": c.page.hit.chunk_id,
-                "citation": c.page.citation,
-                "score": round(max(u.p for u in q.units), 4),
-                "answers": (fact_found and not c.risk and not other_party(c))
-                if mdl is not None
-                else any(u.p >= threshold and not u.risk for u in q.units),
-                "layout_risk": c.risk,
-            }
-        )
+    quotes = [_quote(p, fact_found, threshold, mdl is not None) for p in passages(chosen, cands)]
     status = "answer" if decision == "answer" and fact_found else "draft for review"
     out = {
         "status": status if quotes else "none",
@@ -248,14 +230,29 @@ def extract_answer(
         "quotes": quotes,
         "text": " ".join(f"\u201c{x['text']}\u201d {x['citation']}" for x in quotes),
     }
-    if mdl is not None and not fact_found:
-        other = [c for c in chosen if not c.risk and other_party(c) and c.p >= threshold]
-        if other:  # what kept them from answering, in words (``support.check``)
-            out["other_party"] = {
-                "asked": asked_roles,
-                "quoted": sorted({roles_in(c.text)[0] for c in other}),
-            }
+    other = [c for c in chosen if not c.risk and other_party(c) and c.p >= threshold]
+    if mdl is not None and not fact_found and other:  # why not, in words (``support.check``)
+        out["other_party"] = {"asked": asked_roles, "quoted": sorted({roles_in(c.text)[0] for c in other})}
     return out
+
+
+def _quote(p: Passage, fact_found: bool, threshold: float, learned: bool) -> dict[str, Any]:
+    """A quote of the answer: the passage, its chosen units and their spans, its citation."""
+    c = p.units[0]
+    text = p.text
+    return {
+        "text": text,
+        "sentences": [u.text for u in p.units],
+        "spans": sorted([i, i + len(u.text)] for u in p.units if (i := text.find(u.text)) >= 0),
+        "page": c.page.page,
+        "chunk_id": c.page.hit.chunk_id,
+        "citation": c.page.citation,
+        "score": round(max(u.p for u in p.units), 4),
+        "answers": (fact_found and not c.risk and not other_party(c))
+        if learned
+        else any(u.p >= threshold and not u.risk for u in p.units),
+        "layout_risk": c.risk,
+    }
 
 
 def log_answer(

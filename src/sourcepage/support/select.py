@@ -36,6 +36,7 @@ import numpy as np
 from sourcepage.query import PageHit, Query
 from sourcepage.retrieval.tokenize import content_terms, stem_terms
 from sourcepage.text.facts import states
+from sourcepage.text.roles import parties, party, roles_in
 from sourcepage.text.sentences import Quotable, quotable
 
 MODEL_FILE = "quote_model.json"
@@ -78,13 +79,6 @@ FEATURES: tuple[str, ...] = tuple(FEATURE_WORDS)
 #: the features read from sentence vectors
 EMBEDDING_FEATURES = ("e5", "e5_gap", "minilm", "minilm_gap", "neighbour")
 
-#: roles and parties whose confusion changes an answer (singular stems matched on words)
-ROLES = (
-    "manufacturer importer distributor supplier designer installer employer employee worker "
-    "supervisor contractor subcontractor owner operator pcbu officer inspector regulator "
-    "attendant entrant rescuer aider authorized affected competent qualified client principal "
-    "landlord tenant self-employed representative committee user"
-).split()
 _EXCEPTION_Q = re.compile(
     r"\b(?:unless|except|exempt|exception|not (?:at|available|present|possible|practicable)|absent|"
     r"away|instead|if|when|whenever|where|who may|can .* without|without)\b",
@@ -123,28 +117,6 @@ def _stems(text: str) -> set[str]:
     return set(stem_terms(content_terms(text)).values())
 
 
-#: a word of a text, hyphenated compounds whole ("self-employed")
-_WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
-
-
-@lru_cache(maxsize=1)
-def _role_forms() -> dict[str, str]:
-    """Each form of a role word (singular, plural, "authorised") → the role. Roles are
-    matched on words, not stems: the stemmer makes "employed" the employer's, "operation"
-    the operator's and "regulation" the regulator's."""
-    forms = {}
-    for role in ROLES:
-        for form in (role, role + "s", role.replace("iz", "is")):
-            forms[form] = role
-    return forms
-
-
-def roles_in(text: str) -> list[str]:
-    """The roles ``text`` names, in text order (repeats kept)."""
-    forms = _role_forms()
-    return [forms[w] for w in _WORD.findall(text.lower()) if w in forms]
-
-
 def lead_role(roles: Sequence[str], q_roles: set[str]) -> float:
     """1 when the first role a unit names (``roles_in``) is one of ``q_roles``, −1 when it
     is another, 0 when it names none or the question names none. The actor of a duty comes
@@ -153,7 +125,18 @@ def lead_role(roles: Sequence[str], q_roles: set[str]) -> float:
     the manufacturer's."""
     if not q_roles or not roles:
         return 0.0
-    return 1.0 if roles[0] in q_roles else -1.0
+    return 1.0 if party(roles[0]) in parties(q_roles) else -1.0
+
+
+def role_features(named: Sequence[str], q_roles: set[str]) -> dict[str, float]:
+    """``role_match``, ``role_other`` and ``lead_role`` of a unit naming ``named`` (in text
+    order) for a question naming ``q_roles``, compared as parties (``text.roles.party``)."""
+    q, s = parties(q_roles), parties(set(named))
+    return {
+        "role_match": len(q & s) / len(q) if q else 0.0,
+        "role_other": float(bool(q) and bool(s) and not (q & s)),
+        "lead_role": lead_role(named, q_roles),
+    }
 
 
 def other_party(c: Candidate) -> bool:
@@ -234,8 +217,6 @@ def featurise(
             for s, v in w.items()
             if s in tf
         )
-        named = roles_in(c.text)
-        s_roles = set(named)
         nb = [e5[j] for j in (i - 1, i + 1) if 0 <= j < len(cands) and cands[j].page is c.page]
         c.features = {
             "e5": float(e5[i]),
@@ -251,9 +232,7 @@ def featurise(
             "other_stated": (
                 sum(states(c.text, k, c.unit.kind) for k in others) / len(others) if others else 0.0
             ),
-            "role_match": len(q_roles & s_roles) / len(q_roles) if q_roles else 0.0,
-            "role_other": float(bool(q_roles) and bool(s_roles) and not (q_roles & s_roles)),
-            "lead_role": lead_role(named, q_roles),
+            **role_features(roles_in(c.text), q_roles),
             "exception_q": exc_q,
             "exception_s": float(bool(_EXCEPTION_S.search(c.text))),
             "neighbour": float(max(nb)) if nb else 0.0,
