@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -113,8 +114,9 @@ def tidy(text: str) -> str:
     return _SEE_FIRST.sub("", _PARAGRAPH_NO.sub("", t).strip()).strip()
 
 
-def _stems(text: str) -> set[str]:
-    return set(stem_terms(content_terms(text)).values())
+@lru_cache(maxsize=16384)  # units and headings of the pages a search quotes recur across searches
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(stem_terms(content_terms(text)).values())
 
 
 def lead_role(roles: Sequence[str], q_roles: set[str]) -> float:
@@ -154,7 +156,7 @@ class Candidate:
     order: int  # 0-based index of its page among the ranked pages
     position: int  # index of the unit on its page
     risk: bool  # the page's columns may run together in its text
-    stems: set[str] = field(default_factory=set)
+    stems: frozenset[str] = field(default_factory=frozenset)
     features: dict[str, float] = field(default_factory=dict)
     p: float = 0.0
 
@@ -172,14 +174,23 @@ def candidates(
     seen: set[str] = set()
     for order, p in enumerate(pages[:PAGES]):
         raw, risk = (texts or {}).get(p.page) or (p.passage, False)
-        for j, u in enumerate(quotable(raw)):
-            text = tidy(u.text)
-            if text in seen or len(text.split()) < 3:
+        for j, u in _page_units(raw):
+            if u.text in seen:
                 continue
-            seen.add(text)
-            u = Quotable(text, u.heading, u.kind, u.bullet)
-            out.append(Candidate(u, p, order, j, risk, _stems(text)))
+            seen.add(u.text)
+            out.append(Candidate(u, p, order, j, risk, _stems(u.text)))
     return out
+
+
+@lru_cache(maxsize=2048)  # a page's units are the same for every search that quotes it
+def _page_units(raw: str) -> tuple[tuple[int, Quotable], ...]:
+    """(position, unit as quoted) of a page's quotable units of three words or more."""
+    out = []
+    for j, u in enumerate(quotable(raw)):
+        text = tidy(u.text)
+        if len(text.split()) >= 3:
+            out.append((j, Quotable(text, u.heading, u.kind, u.bullet)))
+    return tuple(out)
 
 
 def featurise(
@@ -207,7 +218,7 @@ def featurise(
     per_page: dict[str, int] = {}
     for c in cands:
         per_page[c.page.page] = max(per_page.get(c.page.page, 0), c.position + 1)
-    heads: dict[str, set[str]] = {}
+    heads: dict[str, frozenset[str]] = {}
     for i, c in enumerate(cands):
         head = heads.setdefault(c.unit.heading, _stems(c.unit.heading))
         tf = _stem_counts(c.text)
@@ -254,13 +265,15 @@ def _spread(values: Any, keep: Sequence[int], n: int) -> np.ndarray:
     return out
 
 
-def _stem_counts(text: str) -> dict[str, int]:
+@lru_cache(maxsize=16384)
+def _stem_counts(text: str) -> Mapping[str, int]:
+    """Stem → count in ``text``, in text order (read-only: cached)."""
     from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
 
     out: dict[str, int] = {}
     for s in tokenize(text, TokenizerConfig(stopwords=True, stem=True)):
         out[s] = out.get(s, 0) + 1
-    return out
+    return MappingProxyType(out)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = ["Asked", "VALUE_ASKS", "WORDS", "asked_facts", "asked_value", "numbers", "states"]
 
@@ -218,6 +219,7 @@ def numbers(text: str) -> list[str]:
 _NOT_A_LIST = re.compile(r"\b(?:not|never|n't)\s+(?:\w+\s+)?(?:includes?|including)\b[^.]*", re.IGNORECASE)
 
 
+@lru_cache(maxsize=16384)  # the units of the pages a search quotes are read again by the next
 def states(text: str, kind: str, unit: str = "sentence") -> bool:
     """Whether ``text`` states a fact of ``kind`` (see the module docstring); a list is
     stated by a quoted list or list item (``unit``, see ``text.sentences.Quotable.kind``) too."""
