@@ -1,14 +1,20 @@
 """Fit the default answer policy shipped in the package, on the benchmarks' dev splits.
 
     python benchmarks/fit_policy.py --bench osha6=STORE_OF_../shared/corpus \
-        --bench intl20=STORE_OF_../shared/corpus-intl [--out src/sourcepage/support/default_policy.json]
+        --bench intl20=STORE_OF_../shared/corpus-intl \
+        [--bench construction=STORE_OF_../shared/corpus-construction] \
+        [--out src/sourcepage/support/default_policy.json] [--oof OOF.json]
 
 Each store must be ingested from the benchmark's corpus (raw text; bm25 and dense indexes
 are built if missing). For every question of ``benchmarks/<name>/dev.jsonl`` the features
 (``support.features``) of bm25 + dense are computed; one logistic classifier is fitted on
 all of them and its thresholds set on out-of-fold probabilities (``calibrate.fit_policy``:
 at most 5% of answerable questions refused, no negative answered). The test splits are
-never read. Writes the policy JSON and prints the held-out (out-of-fold) decisions.
+never read. Writes the policy JSON and prints the held-out (out-of-fold) decisions;
+``--oof`` also writes each question's out-of-fold P(supported) (and the fitted policy's
+P(supported) of the ``--held-out`` splits' questions, which it never saw), on which
+``fit_quotes.py --probabilities`` sets the answer gate's thresholds (the shipped policy's
+own P(supported) of a dev question it was fitted on is in-sample: too sure).
 """
 
 from __future__ import annotations
@@ -29,31 +35,48 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "src" / "sourcepage" / "support" / "default_policy.json"
 
 
+def _rows(spec: str, sparse: str, semantic: str) -> tuple[str, Path, list[dict]]:
+    """(name, questions file, a feature row per dev question) of ``NAME=STORE``."""
+    name, _, store = spec.partition("=")
+    qfile = HERE / name / "dev.jsonl"
+    searcher = Searcher(store, "raw")
+    rows = []
+    qs = read_questions(qfile, known_pages=searcher.store.page_ids())
+    for i, q in enumerate(qs, 1):
+        f, _, _ = question_features(searcher, q.question, sparse, semantic)
+        rows.append({"id": f"{name}:{q.id}", "label": int(q.answerability == "answerable"), "features": f})
+        print(f"{name}: {i}/{len(qs)}", end="\r", flush=True)
+    print()
+    return name, qfile, rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench", action="append", required=True, help="NAME=STORE, e.g. osha6=.store")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--sparse", default="bm25")
     ap.add_argument("--semantic", default="dense")
+    ap.add_argument(
+        "--oof",
+        type=Path,
+        help="write each dev question's out-of-fold P(supported) here ({'NAME:ID': p}, for fit_quotes.py)",
+    )
+    ap.add_argument(
+        "--held-out",
+        action="append",
+        default=[],
+        help="NAME=STORE: a dev split not fitted on, whose P(supported) --oof also writes",
+    )
     args = ap.parse_args()
     rows, fitted_on = [], []
     for spec in args.bench:
-        name, _, store = spec.partition("=")
-        qfile = HERE / name / "dev.jsonl"
-        searcher = Searcher(store, "raw")
-        qs = read_questions(qfile, known_pages=searcher.store.page_ids())
-        for i, q in enumerate(qs, 1):
-            f, _, _ = question_features(searcher, q.question, args.sparse, args.semantic)
-            rows.append(
-                {"id": f"{name}:{q.id}", "label": int(q.answerability == "answerable"), "features": f}
-            )
-            print(f"{name}: {i}/{len(qs)}", end="\r", flush=True)
-        print()
+        name, qfile, bench_rows = _rows(spec, args.sparse, args.semantic)
+        rows += bench_rows
         fitted_on.append(
             {
                 "questions": f"benchmarks/{name}/dev.jsonl",
                 "sha256": hashlib.sha256(qfile.read_bytes()).hexdigest(),
-                "n": len(qs),
+                "n": len(bench_rows),
             }
         )
     pol = fit_policy(
@@ -67,6 +90,12 @@ def main() -> None:
     write_json(args.out, pol.to_json())
     y = np.array([r["label"] for r in rows])
     oof, _, k = out_of_fold(matrix([r["features"] for r in rows], CLASSIFIER_FEATURES), y)
+    if args.oof:
+        probs = {r["id"]: round(float(p), 6) for r, p in zip(rows, oof, strict=True)}
+        for spec in args.held_out:
+            for r in _rows(spec, args.sparse, args.semantic)[2]:
+                probs[r["id"]] = round(float(pol.classifier.predict([r["features"]])[0]), 6)
+        write_json(args.oof, probs)
     for label, cls in (("answerable", 1), ("negative", 0)):
         p = oof[y == cls]
         answer, refuse = np.mean(p >= pol.t_answer), np.mean(p < pol.t_refuse)

@@ -1,7 +1,8 @@
 """Fit the answer-sentence selector and the answer gate's two thresholds on the dev splits
 (issue #22), and write ``src/sourcepage/support/quote_model.json``.
 
-    python benchmarks/fit_quotes.py --set STORE=QUESTIONS [--set …] [--cache DIR] [--write]
+    python benchmarks/fit_quotes.py --set STORE=QUESTIONS [--set …] [--cache DIR] [--write] \
+        [--probabilities OOF.json]
 
 For every dev question the whole search runs (``api.search``, shipped default policy);
 the candidate units of its top three pages get their features (``support.select``) and a
@@ -310,6 +311,17 @@ def _text_features(rows: list[dict[str, Any]]) -> None:
             c["features"].update(S.role_features(roles_in(c["text"]), q_roles))
 
 
+def _held_out(rows: list[dict[str, Any]], probs: dict[str, float], source: Path) -> None:
+    """Replace each row's P(supported) by its out-of-fold one (``fit_policy.py --oof``: keys
+    "NAME:ID", NAME the benchmark folder): the shipped policy was fitted on these dev
+    questions, so the P(supported) a search gives them is in-sample and too sure."""
+    for r in rows:
+        key = f"{Path(r['set']).parent.name}:{r['id']}"
+        if key not in probs:
+            raise SystemExit(f"{source}: no out-of-fold P(supported) for {key}")
+        r["probability"] = probs[key]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--set", action="append", required=True, help="STORE=QUESTIONS (a dev split)")
@@ -319,6 +331,11 @@ def main() -> None:
     ap.add_argument("--partial", action="append", default=[], help="also read these collected JSON lines")
     ap.add_argument(
         "--evaluate", action="append", default=[], help="score collected rows with the shipped model"
+    )
+    ap.add_argument(
+        "--probabilities",
+        type=Path,
+        help="out-of-fold P(supported) per dev question (fit_policy.py --oof) instead of the search's",
     )
     a = ap.parse_args()
     rows: list[dict[str, Any]] = []
@@ -339,6 +356,8 @@ def main() -> None:
     for part in a.partial:
         rows += [json.loads(x) for x in Path(part).read_text().splitlines()]
     _text_features(rows)
+    if a.probabilities:
+        _held_out(rows, json.loads(a.probabilities.read_text()), a.probabilities)
     rule = []
     for r in rows:
         cands = [S.Candidate(None, None, 0, 0, False, features=c["features"]) for c in r["cands"]]  # type: ignore[arg-type]
