@@ -42,9 +42,8 @@ from sourcepage.evaluation.runner import (
 )
 from sourcepage.ingest import ingest
 from sourcepage.records import Question, check_text_version
-from sourcepage.retrieval.fusion import RRF_K
-from sourcepage.retrieval.methods import parse_method
-from sourcepage.retrieval.settings import IndexSettings
+from sourcepage.retrieval.methods import kinds, parse_method
+from sourcepage.retrieval.settings import IndexSettings, section_dict, section_settings
 from sourcepage.retrieval.tokenize import TokenizerConfig
 from sourcepage.store.db import Store
 from sourcepage.store.files import write_json
@@ -64,14 +63,16 @@ __all__ = [
     "run_experiment",
 ]
 
-DEPTH = 20
+#: ranks kept per question and looked at by every metric (the metrics' default depth)
+DEPTH = M.DEFAULT_DEPTH
 #: the warm-up query that builds or loads a run's indexes (not timed)
 WARMUP = "warm-up query: lockout"
 
 
 @dataclass
 class Design:
-    """What to run: blocks of versions × methods, and the settings that shape them."""
+    """What to run: blocks of versions × methods, and the settings that shape them: the
+    text's, and in ``index`` the tokenizer, the seed and {method kind: its settings}."""
 
     blocks: list[tuple[list[str], list[str]]] = field(
         default_factory=lambda: [(list(TEXT_VERSIONS), ["bm25", "lsa", "rrf:bm25+lsa"])]
@@ -79,9 +80,8 @@ class Design:
     text: TextSettings = field(default_factory=TextSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
     engine: str = "pypdfium2"
-    seed: int = 42
-    bootstrap: int = 20000
-    rrf_k: int = RRF_K
+    seed: int = S.DEFAULT_SEED
+    bootstrap: int = S.DEFAULT_RESAMPLES
 
     def runs(self) -> list[tuple[str, str]]:
         """Unique (version, canonical method) pairs in design order."""
@@ -119,9 +119,7 @@ class Design:
             "chunk": self.text.chunk.as_dict(),
             "clean": self.text.clean.as_dict(),
             "enrich_fields": list(self.text.enrich_fields),
-            "bm25": {"k1": self.index.k1, "b": self.index.b, "variant": self.index.bm25_variant},
-            "lsa": {"dims": self.index.lsa_dims},
-            "rrf": {"k": self.rrf_k},
+            **{kind: section_dict(self.index.of(kind)) for kind in kinds()},
             "tokenizer": self.index.tokenizer.as_dict(),
             "engine": self.engine,
             "seed": self.seed,
@@ -130,8 +128,9 @@ class Design:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Design:
-        """Read an experiment.yaml (keys: design, chunk, clean, enrich_fields, bm25, lsa,
-        rrf, tokenizer, engine, seed, bootstrap); unknown keys are an error naming them."""
+        """Read an experiment.yaml (keys: design, chunk, clean, enrich_fields, tokenizer,
+        engine, seed, bootstrap, and one section per method kind: bm25, lsa, dense, rrf, …);
+        an unknown key is an error naming the file and the key."""
         import yaml
 
         return cls.from_dict(yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}, str(path))
@@ -140,9 +139,10 @@ class Design:
     def from_dict(cls, raw: Mapping[str, Any], where: str = "experiment") -> Design:
         """A design from experiment.yaml keys (missing keys keep their defaults); ValueError
         names ``where`` and the unknown or bad key."""
-        bad = sorted(set(raw) - set(_SECTIONS))
+        known = {*_SECTIONS, *kinds()}
+        bad = sorted(set(raw) - known)
         if bad:
-            raise ValueError(f"{where}: unknown keys {bad}; known: {sorted(_SECTIONS)}")
+            raise ValueError(f"{where}: unknown keys {bad}; known: {sorted(known)}")
         for key, allowed in _SECTIONS.items():
             if allowed and key in raw:
                 if not isinstance(raw[key], Mapping):
@@ -159,36 +159,23 @@ class Design:
                 ChunkConfig(**raw.get("chunk", {})),
                 tuple(raw.get("enrich_fields", DEFAULT_ENRICH_FIELDS)),
             )
-            bm, lsa, tok = raw.get("bm25", {}), raw.get("lsa", {}), raw.get("tokenizer", {})
-            d.seed = int(raw.get("seed", 42))
-            d.index = IndexSettings(
-                TokenizerConfig(**tok),
-                float(bm.get("k1", 1.5)),
-                float(bm.get("b", 0.75)),
-                bm.get("variant", "robertson"),
-                int(lsa.get("dims", 256)),
-                d.seed,
-                lsa_min_df=int(lsa.get("min_df", 3)),
-            )
-            d.rrf_k = int(raw.get("rrf", {}).get("k", RRF_K))
-            d.engine = raw.get("engine", "pypdfium2")
-            d.bootstrap = int(raw.get("bootstrap", 20000))
+            d.seed = int(raw.get("seed", d.seed))
+            methods = {kind: section_settings(kind, raw[kind], where) for kind in kinds() if kind in raw}
+            d.index = IndexSettings(TokenizerConfig(**raw.get("tokenizer", {})), d.seed, methods)
+            d.engine = raw.get("engine", d.engine)
+            d.bootstrap = int(raw.get("bootstrap", d.bootstrap))
         except (KeyError, TypeError) as e:
             raise ValueError(f"{where}: {type(e).__name__}: {e}") from None
-        if d.rrf_k < 1:
-            raise ValueError(f"{where}: rrf.k must be 1 or more, got {d.rrf_k}")
         return d
 
 
-#: experiment.yaml keys → the keys allowed inside them (empty: not a mapping)
+#: experiment.yaml keys besides the methods' sections → the keys allowed inside them (empty:
+#: not a mapping); a method's section allows its settings dataclass's fields
 _SECTIONS: dict[str, set[str]] = {
     "design": set(),
     "chunk": {"size", "overlap", "mode", "scope"},
     "clean": {"headers_footers", "dehyphenate", "whitespace", "glyphs", "page_numbers"},
     "enrich_fields": set(),
-    "bm25": {"k1", "b", "variant"},
-    "lsa": {"dims", "min_df"},
-    "rrf": {"k"},
     "tokenizer": {"stopwords", "stem"},
     "engine": set(),
     "seed": set(),
@@ -270,7 +257,6 @@ class QuestionsBenchmark(Benchmark):
         self.runs = self.design.runs()
         self.index_settings = self.design.index
         self.bootstrap, self.seed = self.design.bootstrap, self.design.seed
-        self.searcher_options = {"rrf_k": self.design.rrf_k}
         self.questions: list[Question] = []
         self.by_id: dict[str, Question] = {}
 
@@ -383,7 +369,6 @@ class QuestionsBenchmark(Benchmark):
                 m: d.index.for_method(parse_method(m))
                 for m in sorted({b.name for _, m in runs for b in parse_method(m).bases()})
             },
-            "rrf_k": d.rrf_k,
             "chunk_fingerprints": _fingerprints(ctx),
             "engine": d.engine,
             "store": str(ctx.store),

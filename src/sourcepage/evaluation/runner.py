@@ -103,7 +103,7 @@ class Benchmark(ABC):
 
     runs: list[Key]
     #: ranks kept per query, and the ranks every metric looks at
-    depth: int = 20
+    depth: int = M.DEFAULT_DEPTH
     #: reported metric name → evaluation.metrics name, in report order
     metrics: Mapping[str, str]
     #: (metric compared pairwise, its name in stats.json, the hit metric McNemar tests)
@@ -119,8 +119,6 @@ class Benchmark(ABC):
     docno_field: str | None = None
     #: keep every text version's Searcher until the extra outputs are written
     keep_searchers: bool = False
-    #: keyword options of every Searcher the runner opens (e.g. ``rrf_k``)
-    searcher_options: Mapping[str, Any] = {}
 
     @property
     def k(self) -> int:
@@ -300,9 +298,7 @@ def _rank(bench: Benchmark, st: Store, ctx: Context, progress: Progress | None) 
             if not bench.keep_searchers:
                 ctx.searchers.clear()
             cb = progress  # index builds report "<method> index (<version>, first use)"
-            ctx.searchers[version] = Searcher(
-                st, version, bench.index_settings, progress=cb, **bench.searcher_options
-            )
+            ctx.searchers[version] = Searcher(st, version, bench.index_settings, progress=cb)
         s = ctx.searchers[version]
         t0 = time.perf_counter()
         s.rank(warmup, method, k=1)  # builds or loads the indexes

@@ -297,7 +297,7 @@ def _rerank(folder: Path, st: Any, settings: Mapping[str, Any]) -> Check:
     runs = _runs(folder, keys, check)  # type: ignore[arg-type]
     searchers: dict[str, Searcher] = {}
     for (v, m), run in runs.items():
-        s = searchers.setdefault(v, Searcher(st, v, design.index, rrf_k=design.rrf_k))
+        s = searchers.setdefault(v, Searcher(st, v, design.index))
         for q in questions:
             got = [(h.page_id, h.score) for h in s.rank(q.question, m, k=depth).hits]
             want = [(h.docno, h.score) for h in run.get(q.id, [])]
