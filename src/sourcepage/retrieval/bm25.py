@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from sourcepage.retrieval.settings import BuildContext, IndexSettings
 
 VARIANTS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
-#: bm25s's δ of BM25L and BM25+
-DELTA = 0.5
 
 
 def idf(df: int, n: int) -> float:
@@ -78,7 +76,8 @@ class Bm25Params:
     k1: float = 1.5
     b: float = 0.75
     variant: str = "robertson"
-    delta: float = DELTA
+    #: bm25s's δ of BM25L and BM25+
+    delta: float = 0.5
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -231,7 +230,7 @@ class Bm25Method:
             "variant": p.variant,
             "storage": f"postings-{POSTINGS_FORMAT}",  # an index of another layout is stale
         }
-        if p.delta != DELTA:  # recorded only when set: indexes of the default need no rebuild
+        if p.delta != Bm25Params.delta:  # recorded only when set: indexes of the default need no rebuild
             out["delta"] = p.delta
         return out
 
