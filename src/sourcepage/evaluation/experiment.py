@@ -5,8 +5,10 @@ stats.json, run.json, per-question tables, TREC run/qrels files, the held-out
 answerability evaluation and figures.
 
 :class:`QuestionsBenchmark` is the runner's adapter for a questions.jsonl and a PDF or
-plain-text corpus (evaluation.runner does the ranking, timing, scoring and writing);
-:func:`run_experiment` runs it.
+plain-text corpus (evaluation.runner does the ranking, timing, scoring and writing); its
+steps after the runner take the runner's result: the answerability study
+(answerability.json), the figures, then report.md (evaluation.report) and run.json
+(evaluation.provenance). :func:`run_experiment` runs it.
 
 Every number in metrics.json is recomputed by ``metrics_from_ranked`` from the rows
 of ranked.jsonl and the question set; a test checks that this is so.
@@ -29,14 +31,15 @@ from sourcepage.evaluation import stats as S
 from sourcepage.evaluation.answerability import evaluate_support
 from sourcepage.evaluation.answerability import figure as support_figure
 from sourcepage.evaluation.by_field import question_fields
+from sourcepage.evaluation.provenance import Provenance
 from sourcepage.evaluation.questions import read_questions, require_answerable
 from sourcepage.evaluation.relevance import Qrels, Run, RunHit
 from sourcepage.evaluation.runner import (
     Benchmark,
-    Context,
     Prepared,
     Progress,
-    package_versions,
+    RunResult,
+    Step,
     run_benchmark,
     run_means,
 )
@@ -47,7 +50,6 @@ from sourcepage.retrieval.settings import IndexSettings, section_dict, section_s
 from sourcepage.retrieval.tokenize import TokenizerConfig
 from sourcepage.store.db import Store
 from sourcepage.store.files import write_json
-from sourcepage.store.schema import now
 from sourcepage.text.chunk import ChunkConfig
 from sourcepage.text.clean import CleanConfig
 from sourcepage.text.versions import DEFAULT_ENRICH_FIELDS, TextSettings
@@ -59,7 +61,6 @@ __all__ = [
     "QuestionsBenchmark",
     "answer_scores",
     "metrics_from_ranked",
-    "package_versions",
     "run_experiment",
 ]
 
@@ -279,10 +280,10 @@ class QuestionsBenchmark(Benchmark):
         queries = {q.id: q.question for q in self.questions}
         return Prepared(st, queries, Qrels.from_questions(self.questions), self.ingest_report.wall_seconds)
 
-    def run_fields(self, ctx: Context, run: Run) -> dict[str, Any]:
+    def run_fields(self, result: RunResult, run: Run) -> dict[str, Any]:
         return _auroc_fields(run, self.questions)
 
-    def ci_fields(self, ctx: Context, run: Run) -> dict[str, Any]:
+    def ci_fields(self, result: RunResult, run: Run) -> dict[str, Any]:
         tops = {q.id: answer_scores(run.get(q.id, []))[0] for q in self.questions}
         tops = {q: -math.inf if math.isinf(t) else t for q, t in tops.items()}  # as per_question.jsonl
         return {
@@ -292,9 +293,9 @@ class QuestionsBenchmark(Benchmark):
             }
         }
 
-    def stats_fields(self, ctx: Context) -> dict[str, Any]:
+    def stats_fields(self, result: RunResult) -> dict[str, Any]:
         return {
-            "n_answerable": len(ctx.evaluated),
+            "n_answerable": len(result.evaluated),
             "note": "Exploratory: a silver-standard benchmark; read CIs and effect sizes first.",
         }
 
@@ -326,88 +327,78 @@ class QuestionsBenchmark(Benchmark):
             row["miss_kind"] = M.miss_kind([h.page for h in hits], q.evidence)
         return row
 
-    def metrics_header(self, ctx: Context) -> dict[str, Any]:
+    def metrics_header(self, result: RunResult) -> dict[str, Any]:
         counts = {a: sum(q.answerability == a for q in self.questions) for a in ANSWERABILITIES}
         return {"schema": 1, "questions": counts}
 
-    def extra_outputs(self, ctx: Context) -> None:
-        """answerability.json (held-out support decision) and the figures."""
-        from sourcepage.evaluation.figures import figures
+    def steps(self) -> Sequence[Step]:
+        return (self.answerability, self.figures)
+
+    def answerability(self, result: RunResult, progress: Progress | None) -> None:
+        """answerability.json: the held-out support decision over the result's rankings
+        (searchers reopened on the store: the indexes load, they are not built again)."""
+        from sourcepage.retrieval.search import Searcher
 
         t0 = time.perf_counter()
-        support = evaluate_support(
-            ctx.results,
-            self.questions,
-            ctx.runs,
-            ctx.searchers,
-            seed=self.seed,
-            n_boot=self.bootstrap,
-            progress=ctx.progress,
-        )
-        ctx.timings["answerability_s"] = round(time.perf_counter() - t0, 3)
-        write_json(ctx.out / "answerability.json", support)
-        figs = figures(ctx.out, ctx.per_question, ctx.rows, self.questions, ctx.runs)
-        rc = support_figure(ctx.out, support)
-        if rc:
-            figs.append(rc)
-        ctx.extra.update(support=support, figures=figs)
+        searchers = {
+            v: Searcher(result.store, v, self.index_settings)
+            for v in dict.fromkeys(v for v, _ in result.runs)
+        }
+        try:
+            result.support = evaluate_support(
+                result.results,
+                self.questions,
+                result.runs,
+                searchers,
+                seed=self.seed,
+                n_boot=self.bootstrap,
+                progress=progress,
+            )
+        finally:
+            for s in searchers.values():
+                s.store.close()
+        result.timings["answerability_s"] = round(time.perf_counter() - t0, 3)
+        write_json(result.out / "answerability.json", result.support)
 
-    def run_info(self, ctx: Context) -> dict[str, Any]:
+    def figures(self, result: RunResult, progress: Progress | None) -> None:
+        """The figures of the report (matplotlib), the risk–coverage one last."""
+        from sourcepage.evaluation.figures import figures
+
+        result.figures = figures(result.out, result.per_question, result.rows, self.questions, result.runs)
+        rc = support_figure(result.out, result.support) if result.support is not None else None
+        if rc:
+            result.figures.append(rc)
+
+    def provenance(self, result: RunResult) -> Provenance:
         d, corpus, rep = self.design, self.corpus, self.ingest_report
-        runs = ctx.runs
-        return {
-            "schema": 1,
-            "created_at": now(),
-            "seed": d.seed,
-            "bootstrap_resamples": d.bootstrap,
-            "depth": DEPTH,
-            "design": [{"versions": v, "methods": m} for v, m in d.blocks],
-            "experiment": d.as_dict(),
-            "runs": runs,
-            "text_settings": d.text.as_dict(),
-            "index_settings": {
-                m: d.index.for_method(parse_method(m))
-                for m in sorted({b.name for _, m in runs for b in parse_method(m).bases()})
-            },
-            "chunk_fingerprints": _fingerprints(ctx),
-            "engine": d.engine,
-            "store": str(ctx.store),
-            "packages": package_versions(),
-            "inputs": {
-                "questions": {"path": str(self.questions_path), "sha256": sha256_file(self.questions_path)},
-                "manifest": {
-                    "path": str(corpus / "manifest.csv"),
-                    "sha256": sha256_file(corpus / "manifest.csv"),
-                },
+        return Provenance(
+            text_settings=d.text.as_dict(),
+            index_settings=d.index,
+            inputs={
+                "questions": self.questions_path,
+                "manifest": corpus / "manifest.csv",
                 "corpus_files": {
                     p.name: sha256_file(p) for p in sorted((corpus / "pdf").glob("*")) if p.is_file()
                 },
             },
-            "timings": ctx.timings,
-            "query_ms": {f"{r['text_version']} {r['method']}": r["query_ms"] for r in ctx.metrics["runs"]},
-            "ingest": {
+            ingest={
                 "extracted": rep.extracted,
                 "unchanged": rep.unchanged,
                 "failed": rep.failed,
                 "chunks": rep.chunks,
             },
-            "outputs": {},
-        }
+            fields={
+                "design": [{"versions": v, "methods": m} for v, m in d.blocks],
+                "experiment": d.as_dict(),
+                "chunk_fingerprints": _fingerprints(result),
+                "engine": d.engine,
+            },
+        )
 
-    def report(self, ctx: Context, run_info: Mapping[str, Any]) -> None:
+    def report(self, result: RunResult) -> None:
         from sourcepage.evaluation.report import write_report
 
-        write_report(
-            ctx.out,
-            ctx.metrics,
-            ctx.stats,
-            ctx.per_question,
-            self.questions,
-            ctx.runs,
-            ctx.extra["figures"],
-            run_info,
-            ctx.extra["support"],
-        )
+        write_report(result, self.questions)
 
 
 def _listed(value: Any) -> list[str]:
@@ -415,12 +406,12 @@ def _listed(value: Any) -> list[str]:
     return split_values(value) if isinstance(value, str) else [str(v) for v in value or []]
 
 
-def _fingerprints(ctx: Context) -> dict[str, str]:
+def _fingerprints(result: RunResult) -> dict[str, str]:
     """text version → the fingerprint of the chunks the run ranked (export checks the store
     still holds them)."""
-    st = Store(ctx.store)
+    st = Store(result.store)
     try:
-        return {v: st.chunk_fingerprint(v) for v in dict.fromkeys(v for v, _ in ctx.runs)}
+        return {v: st.chunk_fingerprint(v) for v in dict.fromkeys(v for v, _ in result.runs)}
     finally:
         st.close()
 
@@ -435,4 +426,4 @@ def run_experiment(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Run ``design`` and write every output into ``out``; returns metrics.json's data."""
-    return run_benchmark(QuestionsBenchmark(corpus, questions, design), out, store, progress)
+    return run_benchmark(QuestionsBenchmark(corpus, questions, design), out, store, progress).metrics

@@ -21,7 +21,7 @@ from sourcepage.corpus.manifest import sha256_file
 from sourcepage.evaluation.experiment import Design, QuestionsBenchmark, metrics_from_ranked
 from sourcepage.evaluation.questions import read_questions
 from sourcepage.evaluation.relevance import Qrels, Run, RunHit, run_name
-from sourcepage.evaluation.runner import Context, score_run, statistics
+from sourcepage.evaluation.runner import RunResult, score_run, statistics
 from sourcepage.evaluation.runs import read_trec_qrels, read_trec_run
 from sourcepage.jsonl import jsonl_lines
 from sourcepage.records import TEXT_VERSIONS, Question
@@ -150,10 +150,11 @@ def _statistics(
     bench.questions = questions
     qrels = Qrels.from_questions(questions)
     evaluated = qrels.relevant_ids()
-    ctx = Context(folder, folder, list(keys), {q.id: q.question for q in questions}, qrels, evaluated, {})  # type: ignore[arg-type]
-    ctx.results = {k: runs[k] for k in keys}  # type: ignore[index]
-    ctx.scores = {k: score_run(runs[k], qrels, evaluated, bench.metrics, bench.depth) for k in keys}  # type: ignore[index]
-    return json.loads(json.dumps(statistics(bench, ctx)))
+    queries = {q.id: q.question for q in questions}
+    result = RunResult(folder, folder, list(keys), queries, qrels, evaluated, {})  # type: ignore[arg-type]
+    result.results = {k: runs[k] for k in keys}  # type: ignore[index]
+    result.scores = {k: score_run(runs[k], qrels, evaluated, bench.metrics, bench.depth) for k in keys}  # type: ignore[index]
+    return json.loads(json.dumps(statistics(bench, result)))
 
 
 def run_checks(folder: Path) -> list[Check]:
