@@ -28,8 +28,10 @@ def _f(x: Any, nd: int = 3) -> str:
     return f"{x:.{nd}f}"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[int] = ()) -> str:
+    """A Markdown table; the columns numbered in ``right`` are right-aligned."""
+    rule = "|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|"
+    lines = ["| " + " | ".join(header) + " |", rule]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
@@ -103,7 +105,11 @@ def write_beir_report(result: RunResult, warnings: Sequence[str] = ()) -> Path:
         f"Metrics over the first {metrics['depth']} ranks in trec_eval order; nDCG@10 is graded "
         "(linear gains, trec_eval `ndcg_cut.10` = BEIR NDCG@10). 95% bootstrap CIs "
         f"({stats['bootstrap_resamples']} query resamples, seed {stats['seed']}).\n\n",
-        _table(["version", "method", "nDCG@10", "95% CI", "MRR@10", "R@100", "Hit@10", "ms p50"], rows),
+        _table(
+            ["version", "method", "nDCG@10", "95% CI", "MRR@10", "R@100", "Hit@10", "ms p50"],
+            rows,
+            right=(2, 4, 5, 6, 7),
+        ),
     ]
     head = ["a", "b", "Δ", "95% CI", "Wilcoxon p (Holm)", "rank-biserial", "McNemar p (Holm)"]
     for fam in stats["pairwise"]:
@@ -114,7 +120,7 @@ def write_beir_report(result: RunResult, warnings: Sequence[str] = ()) -> Path:
         ]
         parts += [
             f"\n## Paired comparison: {fam['family']} (ΔnDCG@10; McNemar on Hit@10)\n",
-            _table(head, rows),
+            _table(head, rows, right=(2, 4, 5, 6)),
         ]
     ing = info["ingest"]
     parts.append(

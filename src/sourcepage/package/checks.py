@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sourcepage.corpus.manifest import sha256_file
-from sourcepage.evaluation.experiment import Design, QuestionsBenchmark, metrics_from_ranked
+from sourcepage.evaluation.experiment import DEPTH, Design, QuestionsBenchmark, metrics_from_ranked
 from sourcepage.evaluation.questions import read_questions
 from sourcepage.evaluation.relevance import Qrels, Run, RunHit, run_name
 from sourcepage.evaluation.runner import RunResult, score_run, statistics
@@ -292,7 +292,7 @@ def _rerank(folder: Path, st: Any, settings: Mapping[str, Any]) -> Check:
         check.fail("settings.json has no experiment design (a run made before packages existed)")
         return check
     design = Design.from_dict(settings["experiment"], "settings.json")
-    depth = int(settings.get("depth", 20))
+    depth = int(settings.get("depth", DEPTH))
     questions = read_questions(folder / "questions.jsonl")
     keys = [tuple(r) for r in settings["runs"]]
     runs = _runs(folder, keys, check)  # type: ignore[arg-type]
