@@ -63,16 +63,15 @@ _ASKS = {
 @dataclass(frozen=True)
 class SectionSettings:
     """The stage's settings (its ``settings_type``, experiment.yaml section ``sect``): the
-    candidate depth and the weights (chosen on dev; see the module docstring)."""
-
-    #: candidate pages taken from the base ranking
-    depth: int = 50
+    weights (chosen on dev; see the module docstring) and the candidate depth."""
 
     heading_weight: float = 0.0
     neighbour: float = 0.0
     demote: tuple[str, ...] = ("contents", "index", "amendments", "change_table", "glossary")
     #: weight of the page's section in a BM25 ranking of whole sections (pages joined)
     section_weight: float = 0.25
+    #: candidate pages taken from the base ranking
+    depth: int = 50
 
 
 SETTINGS = SectionSettings()
