@@ -3,7 +3,7 @@
 A :class:`Benchmark` adapter says how to get the store (it ingests and opens it), the
 queries, the qrels and the runs ((text version, method) pairs), how a ranking becomes
 :class:`RunHit` s, which metrics it reports and what it adds around them.
-:func:`run_benchmark` is the one code path that ranks every query with every run, times
+:func:`evaluate` is the one code path that ranks every query with every run, times
 each query, scores and tests, and writes into ``out``:
 
 - ``metrics.json``: per run the mean of every reported metric over the evaluated
@@ -17,7 +17,8 @@ each query, scores and tests, and writes into ``out``:
   McNemar on a hit metric, and a Friedman test for three or more runs;
 - ``trec/qrels.txt`` and ``trec/<version>__<method>.run`` (one writer, evaluation.runs);
 
-and returns all of it as a typed :class:`RunResult`. The steps after it take that result:
+and returns all of it as a typed :class:`RunResult`. :func:`run_benchmark` runs it and
+then the steps after it, which take that result:
 the adapter's own (``Benchmark.steps``: the answerability study and the figures of a
 questions benchmark), then ``report.md`` (``Benchmark.report``) and ``run.json``, the
 provenance record (``evaluation.provenance``, one writer for every adapter).
@@ -107,7 +108,8 @@ class RunResult:
     def load(cls, out: str | Path, qrels: Qrels | None = None) -> RunResult:
         """A finished run read back from its folder (metrics.json, stats.json, ranked.jsonl,
         per_question.jsonl, run.json, answerability.json when there is one); ``qrels``:
-        the judgements (default: the grades of ranked.jsonl's rows)."""
+        the judgements (default: the grades of ranked.jsonl's rows). The query texts and
+        the latencies are not in the files: ``queries`` and ``latency`` stay empty."""
         out = Path(out)
         info = _read_json(out / "run.json")
         rows = _read_jsonl(out / "ranked.jsonl")
