@@ -20,8 +20,8 @@ from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import Store
 
 E5 = parse_method("dense:e5-small")
-ANN = IndexSettings(dense_search="ann")
-EXACT = IndexSettings(dense_search="exact")
+ANN = IndexSettings().replace("dense", search="ann")
+EXACT = IndexSettings().replace("dense", search="exact")
 QUESTIONS = ["group lockbox", "oxygen level before entry", "who removes a lockout device", "guard openings"]
 
 

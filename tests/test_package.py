@@ -80,7 +80,7 @@ def test_round_trip_with_corpus_and_rerank(package: Path, run_dir: Path, safety_
     assert [r["chunk_id"] for r in seg] == [c.chunk_id for c in chunks]
     assert seg[0]["sha256"] == hashlib.sha256(chunks[0].text.encode()).hexdigest()
     assert seg[0]["spans"] == [list(s) for s in chunks[0].spans] and seg[0]["page"] == chunks[0].page
-    assert settings["experiment"]["bm25"] == {"k1": 1.5, "b": 0.75, "variant": "robertson"}
+    assert settings["experiment"]["bm25"] == {"k1": 1.5, "b": 0.75, "variant": "robertson", "delta": 0.5}
     assert settings["text_settings"]["chunk"]["size"] == 1000
 
 

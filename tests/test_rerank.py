@@ -9,8 +9,9 @@ import pytest
 
 from sourcepage.retrieval import dense
 from sourcepage.retrieval.methods import Method, parse_method
-from sourcepage.retrieval.rerank import RERANK_DEPTH, rerank
+from sourcepage.retrieval.rerank import rerank
 from sourcepage.retrieval.search import Searcher
+from sourcepage.retrieval.settings import CandidateSettings
 from sourcepage.text.sentences import split_sentences
 
 # bm25 puts confined_space_entry p1 (the definition: "tanks", "entry") first; the
@@ -52,7 +53,7 @@ def test_same_pages_reordered_by_sentence_similarity(safety_store: Path, base: s
     b = s.rank(OXYGEN, base, k=None)
     r = s.rank(OXYGEN, f"rerank:{base}", k=None)
     assert r.method == f"rerank:{base}"
-    n = min(RERANK_DEPTH, len(b.hits))
+    n = min(CandidateSettings.depth, len(b.hits))
     assert set(r.pages()[:n]) == set(b.pages()[:n]) and len(r.hits) == len(b.hits)
     assert [h.rank for h in r.hits] == list(range(1, len(r.hits) + 1))
     if base == "bm25":

@@ -13,7 +13,7 @@ from sourcepage.corpus.structure import SEP, Line, detect_headings, document_str
 from sourcepage.ingest import ingest
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher
-from sourcepage.retrieval.sections import DEPTH, SectionSettings, section_rank
+from sourcepage.retrieval.sections import SectionSettings, section_rank
 from sourcepage.store.db import DB_NAME, Store
 
 INTL = Path(__file__).resolve().parents[2] / "shared" / "corpus-intl" / "pdf"
@@ -118,7 +118,7 @@ def test_sect_stage_on_real_pages(nz_eu_store: Path) -> None:
     assert base[0].page_id == "nz-hswa-2015#p171"  # the amendments to the Crown Minerals Act
     moved = section_rank(searcher, q, base)
     assert moved[0].page_id != "nz-hswa-2015#p171"
-    kinds = [searcher.page_section(h.page_id)[1] for h in moved[:DEPTH]]
+    kinds = [searcher.page_section(h.page_id)[1] for h in moved[: SectionSettings.depth]]
     first_amend = kinds.index("amendments")
     assert all(k in SectionSettings().demote for k in kinds[first_amend:])
     asked = section_rank(searcher, q + " amendments", base)

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from sourcepage.retrieval.bm25 import Bm25Params
 from sourcepage.store.schema import now
 
 REFERENCE: dict[str, Any] = {
@@ -177,7 +178,9 @@ def load_chunks(corpus: str | Path, store: str | Path, version: str = "raw") -> 
     }
 
 
-def _builders(k1: float = 1.5, b: float = 0.75) -> dict[str, Callable[[list[list[str]]], Any] | None]:
+def _builders(
+    k1: float = Bm25Params.k1, b: float = Bm25Params.b
+) -> dict[str, Callable[[list[list[str]]], Any] | None]:
     """Index builders by row name; None for a peer that is not installed."""
     import bm25s
 
@@ -289,7 +292,9 @@ def bench_query(
     return out
 
 
-def bench_parity(tokens: list[list[str]], queries: list[str], k1: float = 1.5, b: float = 0.75) -> dict:
+def bench_parity(
+    tokens: list[list[str]], queries: list[str], k1: float = Bm25Params.k1, b: float = Bm25Params.b
+) -> dict:
     """Max |ours − rank_bm25 BM25Okapi(epsilon=0)| over every chunk score of every query
     (``ok`` None when rank_bm25 is not installed)."""
     from sourcepage.retrieval import bm25

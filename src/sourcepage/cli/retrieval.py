@@ -78,7 +78,7 @@ def index(
     versions = list(TEXT_VERSIONS) if version == "all" else version.split(",")
     workers = workers or os.cpu_count() or 1
     try:
-        settings = IndexSettings(dense_search=dense_search)
+        settings = IndexSettings().replace("dense", search=dense_search)
         st = Store(store)
         plan = _index_plan(store, versions, method)
     except (StoreError, ValueError) as e:

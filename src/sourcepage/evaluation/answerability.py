@@ -28,6 +28,7 @@ from sourcepage.evaluation.answers import evaluate_quotes
 from sourcepage.evaluation.relevance import Run
 from sourcepage.query import PageHit, Query
 from sourcepage.records import Decision, Hit, Question, parse_page_id
+from sourcepage.retrieval.methods import has_flag, parse_method
 from sourcepage.retrieval.search import Searcher
 from sourcepage.support.answer import extract_answer
 from sourcepage.support.calibrate import cross_validate, decisions
@@ -45,7 +46,7 @@ def pick_pair(runs: Sequence[tuple[str, str]], version: str) -> tuple[str, str] 
     methods = [m for v, m in runs if v == version]
     if "bm25" not in methods:
         return None
-    dense = [m for m in methods if m == "dense" or m.startswith("dense:")]
+    dense = [m for m in methods if parse_method(m).is_base and has_flag(m, "needs_dense")]
     semantic = dense[0] if dense else ("lsa" if "lsa" in methods else None)
     return ("bm25", semantic) if semantic else None
 

@@ -32,7 +32,6 @@ ranks, times, scores and writes); :func:`run_beir` runs it.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -46,15 +45,14 @@ from sourcepage.corpus.beir import (
     read_queries,
     trec_id,
 )
-from sourcepage.corpus.manifest import sha256_file
 from sourcepage.evaluation import stats as S
+from sourcepage.evaluation.provenance import Provenance
 from sourcepage.evaluation.relevance import Qrels, Run, RunHit
 from sourcepage.evaluation.runner import (
     Benchmark,
-    Context,
     Prepared,
     Progress,
-    package_versions,
+    RunResult,
     run_benchmark,
     run_means,
     score_query,
@@ -65,8 +63,6 @@ from sourcepage.records import Ranking, check_text_version
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import Store
-from sourcepage.store.files import write_text
-from sourcepage.store.schema import now
 from sourcepage.text.versions import TextSettings
 from sourcepage.vocabulary import PAGE_METRICS
 
@@ -197,8 +193,8 @@ class BeirBenchmark(Benchmark):
     def encode(self, docno: str) -> str:
         return trec_id(docno)
 
-    def stats_fields(self, ctx: Context) -> dict[str, Any]:
-        return {"n_queries": len(ctx.evaluated)}
+    def stats_fields(self, result: RunResult) -> dict[str, Any]:
+        return {"n_queries": len(result.evaluated)}
 
     def question_row(
         self,
@@ -215,7 +211,7 @@ class BeirBenchmark(Benchmark):
             "top_page": hits[0].page if hits else None,
         }
 
-    def metrics_header(self, ctx: Context) -> dict[str, Any]:
+    def metrics_header(self, result: RunResult) -> dict[str, Any]:
         return {
             "schema": 1,
             "benchmark": "beir",
@@ -227,38 +223,26 @@ class BeirBenchmark(Benchmark):
             "skipped_queries": self.counts["skipped_no_relevant"] + self.counts["skipped_no_text"],
         }
 
-    def run_info(self, ctx: Context) -> dict[str, Any]:
+    def provenance(self, result: RunResult) -> Provenance:
         split, beir_dir = self.split, self.beir_dir
-        return {
-            "schema": 1,
-            "benchmark": "beir",
-            "created_at": now(),
-            "beir_dir": str(beir_dir),
-            "split": split,
-            "depth": self.depth,
-            "runs": ctx.runs,
-            "text_settings": self.settings.as_dict(),
-            "title_in_text": self.title_in_text,
-            "ignore_identical_ids": self.ignore_identical_ids,
-            "index_settings": {
-                b.name: self.index_settings.for_method(b)
-                for _, m in ctx.runs
-                for b in parse_method(m).bases()
+        return Provenance(
+            text_settings=self.settings.as_dict(),
+            index_settings=self.index_settings,
+            inputs={p: beir_dir / p for p in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv")},
+            ingest={k: val for k, val in self.ingest_report.as_dict().items() if k != "warnings"},
+            fields={
+                "benchmark": "beir",
+                "beir_dir": str(beir_dir),
+                "split": split,
+                "title_in_text": self.title_in_text,
+                "ignore_identical_ids": self.ignore_identical_ids,
             },
-            "bootstrap_resamples": self.bootstrap,
-            "seed": self.seed,
-            "store": str(ctx.store),
-            "ingest": {k: val for k, val in self.ingest_report.as_dict().items() if k != "warnings"},
-            "packages": package_versions(),
-            "inputs": {
-                p: {"path": str(beir_dir / p), "sha256": sha256_file(beir_dir / p)}
-                for p in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv")
-            },
-            "timings": ctx.timings,
-        }
+        )
 
-    def report(self, ctx: Context, run_info: Mapping[str, Any]) -> None:
-        _report(ctx.out, ctx.metrics, ctx.stats, run_info, self.ingest_report.warnings)
+    def report(self, result: RunResult) -> None:
+        from sourcepage.evaluation.report import write_beir_report
+
+        write_beir_report(result, self.ingest_report.warnings)
 
 
 def run_beir(
@@ -297,57 +281,4 @@ def run_beir(
         bootstrap=bootstrap,
         seed=seed,
     )
-    return run_benchmark(bench, out, store, progress)
-
-
-def _f(x: Any) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
-
-
-def _report(
-    out: Path,
-    metrics: Mapping[str, Any],
-    stats: Mapping[str, Any],
-    run_info: Mapping[str, Any],
-    warnings: Sequence[str],
-) -> None:
-    q = metrics["queries"]
-    parts = [
-        f"# BEIR evaluation — {metrics['dataset']} ({metrics['split']})\n",
-        f"{q['evaluated']} queries evaluated; {metrics['skipped_queries']} of the {q['in_qrels']} "
-        f"queries in the qrels skipped ({q['skipped_no_relevant']} without a relevant document, "
-        f"{q['skipped_no_text']} without a text in queries.jsonl). Each BEIR document is one page. "
-        f"Metrics over the first {metrics['depth']} ranks in trec_eval order; nDCG@10 is graded "
-        "(linear gains, trec_eval `ndcg_cut.10` = BEIR NDCG@10). 95% bootstrap CIs "
-        f"({stats['bootstrap_resamples']} query resamples, seed {stats['seed']}).\n",
-        "| version | method | nDCG@10 | 95% CI | MRR@10 | R@100 | Hit@10 | ms p50 |",
-        "|---|---|---:|---|---:|---:|---:|---:|",
-    ]
-    for r in metrics["runs"]:
-        lo, hi = stats["ci"][f"{r['text_version']} {r['method']}"]["ndcg_cut_10"][1:]
-        parts.append(
-            f"| {r['text_version']} | {r['method']} | {_f(r['ndcg_cut_10'])} | [{_f(lo)}, {_f(hi)}] | "
-            f"{_f(r['mrr@10'])} | {_f(r['recall@100'])} | {_f(r['hit@10'])} | {r['query_ms']['p50']:.2f} |"
-        )
-    parts.append("")
-    for fam in stats["pairwise"]:
-        parts += [
-            f"## Paired comparison: {fam['family']} (ΔnDCG@10; McNemar on Hit@10)\n",
-            "| a | b | Δ | 95% CI | Wilcoxon p (Holm) | rank-biserial | McNemar p (Holm) |",
-            "|---|---|---:|---|---:|---:|---:|",
-        ]
-        for c in fam["comparisons"]:
-            parts.append(
-                f"| {c['a']} | {c['b']} | {_f(c['mean_diff'])} | [{_f(c['ci_low'])}, {_f(c['ci_high'])}] | "
-                f"{_f(c['p_holm'])} | {_f(c['rank_biserial'])} | {_f(c.get('mcnemar_p_holm'))} |"
-            )
-        parts.append("")
-    ing = run_info["ingest"]
-    parts.append(
-        f"Store `{run_info['store']}`: {ing['documents']} documents ({ing['written']} written, "
-        f"{ing['unchanged']} unchanged, {ing['duplicates']} duplicate ids, {ing['empty']} empty). "
-        "TREC files in `trec/` use the original BEIR ids (whitespace percent-encoded)."
-    )
-    if warnings:
-        parts += ["", "Ingest warnings:", *(f"- {w}" for w in warnings)]
-    write_text(out / "report.md", "\n".join(parts) + "\n")
+    return run_benchmark(bench, out, store, progress).metrics

@@ -5,8 +5,10 @@ stats.json, run.json, per-question tables, TREC run/qrels files, the held-out
 answerability evaluation and figures.
 
 :class:`QuestionsBenchmark` is the runner's adapter for a questions.jsonl and a PDF or
-plain-text corpus (evaluation.runner does the ranking, timing, scoring and writing);
-:func:`run_experiment` runs it.
+plain-text corpus (evaluation.runner does the ranking, timing, scoring and writing); its
+steps after the runner take the runner's result: the answerability study
+(answerability.json), the figures, then report.md (evaluation.report) and run.json
+(evaluation.provenance). :func:`run_experiment` runs it.
 
 Every number in metrics.json is recomputed by ``metrics_from_ranked`` from the rows
 of ranked.jsonl and the question set; a test checks that this is so.
@@ -29,26 +31,25 @@ from sourcepage.evaluation import stats as S
 from sourcepage.evaluation.answerability import evaluate_support
 from sourcepage.evaluation.answerability import figure as support_figure
 from sourcepage.evaluation.by_field import question_fields
+from sourcepage.evaluation.provenance import Provenance
 from sourcepage.evaluation.questions import read_questions, require_answerable
 from sourcepage.evaluation.relevance import Qrels, Run, RunHit
 from sourcepage.evaluation.runner import (
     Benchmark,
-    Context,
     Prepared,
     Progress,
-    package_versions,
+    RunResult,
+    Step,
     run_benchmark,
     run_means,
 )
 from sourcepage.ingest import ingest
 from sourcepage.records import Question, check_text_version
-from sourcepage.retrieval.fusion import RRF_K
-from sourcepage.retrieval.methods import parse_method
-from sourcepage.retrieval.settings import IndexSettings
+from sourcepage.retrieval.methods import kinds, parse_method
+from sourcepage.retrieval.settings import IndexSettings, section_dict, section_settings
 from sourcepage.retrieval.tokenize import TokenizerConfig
 from sourcepage.store.db import Store
 from sourcepage.store.files import write_json
-from sourcepage.store.schema import now
 from sourcepage.text.chunk import ChunkConfig
 from sourcepage.text.clean import CleanConfig
 from sourcepage.text.versions import DEFAULT_ENRICH_FIELDS, TextSettings
@@ -60,18 +61,19 @@ __all__ = [
     "QuestionsBenchmark",
     "answer_scores",
     "metrics_from_ranked",
-    "package_versions",
     "run_experiment",
 ]
 
-DEPTH = 20
+#: ranks kept per question and looked at by every metric (the metrics' default depth)
+DEPTH = M.DEFAULT_DEPTH
 #: the warm-up query that builds or loads a run's indexes (not timed)
 WARMUP = "warm-up query: lockout"
 
 
 @dataclass
 class Design:
-    """What to run: blocks of versions × methods, and the settings that shape them."""
+    """What to run: blocks of versions × methods, and the settings that shape them: the
+    text's, and in ``index`` the tokenizer, the seed and {method kind: its settings}."""
 
     blocks: list[tuple[list[str], list[str]]] = field(
         default_factory=lambda: [(list(TEXT_VERSIONS), ["bm25", "lsa", "rrf:bm25+lsa"])]
@@ -79,9 +81,8 @@ class Design:
     text: TextSettings = field(default_factory=TextSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
     engine: str = "pypdfium2"
-    seed: int = 42
-    bootstrap: int = 20000
-    rrf_k: int = RRF_K
+    seed: int = S.DEFAULT_SEED
+    bootstrap: int = S.DEFAULT_RESAMPLES
 
     def runs(self) -> list[tuple[str, str]]:
         """Unique (version, canonical method) pairs in design order."""
@@ -119,9 +120,7 @@ class Design:
             "chunk": self.text.chunk.as_dict(),
             "clean": self.text.clean.as_dict(),
             "enrich_fields": list(self.text.enrich_fields),
-            "bm25": {"k1": self.index.k1, "b": self.index.b, "variant": self.index.bm25_variant},
-            "lsa": {"dims": self.index.lsa_dims},
-            "rrf": {"k": self.rrf_k},
+            **{kind: section_dict(self.index.of(kind)) for kind in kinds()},
             "tokenizer": self.index.tokenizer.as_dict(),
             "engine": self.engine,
             "seed": self.seed,
@@ -130,8 +129,9 @@ class Design:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Design:
-        """Read an experiment.yaml (keys: design, chunk, clean, enrich_fields, bm25, lsa,
-        rrf, tokenizer, engine, seed, bootstrap); unknown keys are an error naming them."""
+        """Read an experiment.yaml (keys: design, chunk, clean, enrich_fields, tokenizer,
+        engine, seed, bootstrap, and one section per method kind: bm25, lsa, dense, rrf, …);
+        an unknown key is an error naming the file and the key."""
         import yaml
 
         return cls.from_dict(yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}, str(path))
@@ -140,9 +140,10 @@ class Design:
     def from_dict(cls, raw: Mapping[str, Any], where: str = "experiment") -> Design:
         """A design from experiment.yaml keys (missing keys keep their defaults); ValueError
         names ``where`` and the unknown or bad key."""
-        bad = sorted(set(raw) - set(_SECTIONS))
+        known = {*_SECTIONS, *kinds()}
+        bad = sorted(set(raw) - known)
         if bad:
-            raise ValueError(f"{where}: unknown keys {bad}; known: {sorted(_SECTIONS)}")
+            raise ValueError(f"{where}: unknown keys {bad}; known: {sorted(known)}")
         for key, allowed in _SECTIONS.items():
             if allowed and key in raw:
                 if not isinstance(raw[key], Mapping):
@@ -159,36 +160,23 @@ class Design:
                 ChunkConfig(**raw.get("chunk", {})),
                 tuple(raw.get("enrich_fields", DEFAULT_ENRICH_FIELDS)),
             )
-            bm, lsa, tok = raw.get("bm25", {}), raw.get("lsa", {}), raw.get("tokenizer", {})
-            d.seed = int(raw.get("seed", 42))
-            d.index = IndexSettings(
-                TokenizerConfig(**tok),
-                float(bm.get("k1", 1.5)),
-                float(bm.get("b", 0.75)),
-                bm.get("variant", "robertson"),
-                int(lsa.get("dims", 256)),
-                d.seed,
-                lsa_min_df=int(lsa.get("min_df", 3)),
-            )
-            d.rrf_k = int(raw.get("rrf", {}).get("k", RRF_K))
-            d.engine = raw.get("engine", "pypdfium2")
-            d.bootstrap = int(raw.get("bootstrap", 20000))
+            d.seed = int(raw.get("seed", d.seed))
+            methods = {kind: section_settings(kind, raw[kind], where) for kind in kinds() if kind in raw}
+            d.index = IndexSettings(TokenizerConfig(**raw.get("tokenizer", {})), d.seed, methods)
+            d.engine = raw.get("engine", d.engine)
+            d.bootstrap = int(raw.get("bootstrap", d.bootstrap))
         except (KeyError, TypeError) as e:
             raise ValueError(f"{where}: {type(e).__name__}: {e}") from None
-        if d.rrf_k < 1:
-            raise ValueError(f"{where}: rrf.k must be 1 or more, got {d.rrf_k}")
         return d
 
 
-#: experiment.yaml keys → the keys allowed inside them (empty: not a mapping)
+#: experiment.yaml keys besides the methods' sections → the keys allowed inside them (empty:
+#: not a mapping); a method's section allows its settings dataclass's fields
 _SECTIONS: dict[str, set[str]] = {
     "design": set(),
     "chunk": {"size", "overlap", "mode", "scope"},
     "clean": {"headers_footers", "dehyphenate", "whitespace", "glyphs", "page_numbers"},
     "enrich_fields": set(),
-    "bm25": {"k1", "b", "variant"},
-    "lsa": {"dims", "min_df"},
-    "rrf": {"k"},
     "tokenizer": {"stopwords", "stem"},
     "engine": set(),
     "seed": set(),
@@ -270,7 +258,6 @@ class QuestionsBenchmark(Benchmark):
         self.runs = self.design.runs()
         self.index_settings = self.design.index
         self.bootstrap, self.seed = self.design.bootstrap, self.design.seed
-        self.searcher_options = {"rrf_k": self.design.rrf_k}
         self.questions: list[Question] = []
         self.by_id: dict[str, Question] = {}
 
@@ -293,10 +280,10 @@ class QuestionsBenchmark(Benchmark):
         queries = {q.id: q.question for q in self.questions}
         return Prepared(st, queries, Qrels.from_questions(self.questions), self.ingest_report.wall_seconds)
 
-    def run_fields(self, ctx: Context, run: Run) -> dict[str, Any]:
+    def run_fields(self, result: RunResult, run: Run) -> dict[str, Any]:
         return _auroc_fields(run, self.questions)
 
-    def ci_fields(self, ctx: Context, run: Run) -> dict[str, Any]:
+    def ci_fields(self, result: RunResult, run: Run) -> dict[str, Any]:
         tops = {q.id: answer_scores(run.get(q.id, []))[0] for q in self.questions}
         tops = {q: -math.inf if math.isinf(t) else t for q, t in tops.items()}  # as per_question.jsonl
         return {
@@ -306,9 +293,9 @@ class QuestionsBenchmark(Benchmark):
             }
         }
 
-    def stats_fields(self, ctx: Context) -> dict[str, Any]:
+    def stats_fields(self, result: RunResult) -> dict[str, Any]:
         return {
-            "n_answerable": len(ctx.evaluated),
+            "n_answerable": len(result.evaluated),
             "note": "Exploratory: a silver-standard benchmark; read CIs and effect sizes first.",
         }
 
@@ -340,89 +327,78 @@ class QuestionsBenchmark(Benchmark):
             row["miss_kind"] = M.miss_kind([h.page for h in hits], q.evidence)
         return row
 
-    def metrics_header(self, ctx: Context) -> dict[str, Any]:
+    def metrics_header(self, result: RunResult) -> dict[str, Any]:
         counts = {a: sum(q.answerability == a for q in self.questions) for a in ANSWERABILITIES}
         return {"schema": 1, "questions": counts}
 
-    def extra_outputs(self, ctx: Context) -> None:
-        """answerability.json (held-out support decision) and the figures."""
-        from sourcepage.evaluation.figures import figures
+    def steps(self) -> Sequence[Step]:
+        return (self.answerability, self.figures)
+
+    def answerability(self, result: RunResult, progress: Progress | None) -> None:
+        """answerability.json: the held-out support decision over the result's rankings
+        (searchers reopened on the store: the indexes load, they are not built again)."""
+        from sourcepage.retrieval.search import Searcher
 
         t0 = time.perf_counter()
-        support = evaluate_support(
-            ctx.results,
-            self.questions,
-            ctx.runs,
-            ctx.searchers,
-            seed=self.seed,
-            n_boot=self.bootstrap,
-            progress=ctx.progress,
-        )
-        ctx.timings["answerability_s"] = round(time.perf_counter() - t0, 3)
-        write_json(ctx.out / "answerability.json", support)
-        figs = figures(ctx.out, ctx.per_question, ctx.rows, self.questions, ctx.runs)
-        rc = support_figure(ctx.out, support)
-        if rc:
-            figs.append(rc)
-        ctx.extra.update(support=support, figures=figs)
+        searchers = {
+            v: Searcher(result.store, v, self.index_settings)
+            for v in dict.fromkeys(v for v, _ in result.runs)
+        }
+        try:
+            result.support = evaluate_support(
+                result.results,
+                self.questions,
+                result.runs,
+                searchers,
+                seed=self.seed,
+                n_boot=self.bootstrap,
+                progress=progress,
+            )
+        finally:
+            for s in searchers.values():
+                s.store.close()
+        result.timings["answerability_s"] = round(time.perf_counter() - t0, 3)
+        write_json(result.out / "answerability.json", result.support)
 
-    def run_info(self, ctx: Context) -> dict[str, Any]:
+    def figures(self, result: RunResult, progress: Progress | None) -> None:
+        """The figures of the report (matplotlib), the risk–coverage one last."""
+        from sourcepage.evaluation.figures import figures
+
+        result.figures = figures(result.out, result.per_question, result.rows, self.questions, result.runs)
+        rc = support_figure(result.out, result.support) if result.support is not None else None
+        if rc:
+            result.figures.append(rc)
+
+    def provenance(self, result: RunResult) -> Provenance:
         d, corpus, rep = self.design, self.corpus, self.ingest_report
-        runs = ctx.runs
-        return {
-            "schema": 1,
-            "created_at": now(),
-            "seed": d.seed,
-            "bootstrap_resamples": d.bootstrap,
-            "depth": DEPTH,
-            "design": [{"versions": v, "methods": m} for v, m in d.blocks],
-            "experiment": d.as_dict(),
-            "runs": runs,
-            "text_settings": d.text.as_dict(),
-            "index_settings": {
-                m: d.index.for_method(parse_method(m))
-                for m in sorted({b.name for _, m in runs for b in parse_method(m).bases()})
-            },
-            "rrf_k": d.rrf_k,
-            "chunk_fingerprints": _fingerprints(ctx),
-            "engine": d.engine,
-            "store": str(ctx.store),
-            "packages": package_versions(),
-            "inputs": {
-                "questions": {"path": str(self.questions_path), "sha256": sha256_file(self.questions_path)},
-                "manifest": {
-                    "path": str(corpus / "manifest.csv"),
-                    "sha256": sha256_file(corpus / "manifest.csv"),
-                },
+        return Provenance(
+            text_settings=d.text.as_dict(),
+            index_settings=d.index,
+            inputs={
+                "questions": self.questions_path,
+                "manifest": corpus / "manifest.csv",
                 "corpus_files": {
                     p.name: sha256_file(p) for p in sorted((corpus / "pdf").glob("*")) if p.is_file()
                 },
             },
-            "timings": ctx.timings,
-            "query_ms": {f"{r['text_version']} {r['method']}": r["query_ms"] for r in ctx.metrics["runs"]},
-            "ingest": {
+            ingest={
                 "extracted": rep.extracted,
                 "unchanged": rep.unchanged,
                 "failed": rep.failed,
                 "chunks": rep.chunks,
             },
-            "outputs": {},
-        }
+            fields={
+                "design": [{"versions": v, "methods": m} for v, m in d.blocks],
+                "experiment": d.as_dict(),
+                "chunk_fingerprints": _fingerprints(result),
+                "engine": d.engine,
+            },
+        )
 
-    def report(self, ctx: Context, run_info: Mapping[str, Any]) -> None:
+    def report(self, result: RunResult) -> None:
         from sourcepage.evaluation.report import write_report
 
-        write_report(
-            ctx.out,
-            ctx.metrics,
-            ctx.stats,
-            ctx.per_question,
-            self.questions,
-            ctx.runs,
-            ctx.extra["figures"],
-            run_info,
-            ctx.extra["support"],
-        )
+        write_report(result, self.questions)
 
 
 def _listed(value: Any) -> list[str]:
@@ -430,12 +406,12 @@ def _listed(value: Any) -> list[str]:
     return split_values(value) if isinstance(value, str) else [str(v) for v in value or []]
 
 
-def _fingerprints(ctx: Context) -> dict[str, str]:
+def _fingerprints(result: RunResult) -> dict[str, str]:
     """text version → the fingerprint of the chunks the run ranked (export checks the store
     still holds them)."""
-    st = Store(ctx.store)
+    st = Store(result.store)
     try:
-        return {v: st.chunk_fingerprint(v) for v in dict.fromkeys(v for v, _ in ctx.runs)}
+        return {v: st.chunk_fingerprint(v) for v in dict.fromkeys(v for v, _ in result.runs)}
     finally:
         st.close()
 
@@ -450,4 +426,4 @@ def run_experiment(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Run ``design`` and write every output into ``out``; returns metrics.json's data."""
-    return run_benchmark(QuestionsBenchmark(corpus, questions, design), out, store, progress)
+    return run_benchmark(QuestionsBenchmark(corpus, questions, design), out, store, progress).metrics

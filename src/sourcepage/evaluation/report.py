@@ -1,4 +1,7 @@
-"""report.md and its figures: the tables and plots a person reads after ``sourcepage eval``."""
+"""report.md: the tables a person reads after ``sourcepage eval``, written from the
+runner's result (``evaluation.runner.RunResult``), a step after the runner. One writer
+(``write_sections``) for both layouts: a questions benchmark's (``write_report``) and a
+BEIR folder's (``write_beir_report``)."""
 
 from __future__ import annotations
 
@@ -7,13 +10,16 @@ import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sourcepage.evaluation.by_field import field_tables
 from sourcepage.evaluation.summary import FUSION_MARK, glossary, is_fusion, quotes_section, summary_lines
 from sourcepage.records import Question
 from sourcepage.store.files import write_text
 from sourcepage.vocabulary import ANSWERABILITIES, NEGATIVES, TABLE_METRICS
+
+if TYPE_CHECKING:
+    from sourcepage.evaluation.runner import RunResult
 
 
 def _f(x: Any, nd: int = 3) -> str:
@@ -22,8 +28,10 @@ def _f(x: Any, nd: int = 3) -> str:
     return f"{x:.{nd}f}"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[int] = ()) -> str:
+    """A Markdown table; the columns numbered in ``right`` are right-aligned."""
+    rule = "|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|"
+    lines = ["| " + " | ".join(header) + " |", rule]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
@@ -44,18 +52,18 @@ def breakdown(
     return {k: {g: (_mean(v), len(v)) for g, v in groups.items()} for k, groups in out.items()}
 
 
-def write_report(
-    out: Path,
-    metrics: Mapping[str, Any],
-    stats: Mapping[str, Any],
-    per_q: Sequence[Mapping[str, Any]],
-    qs: Sequence[Question],
-    runs: Sequence[tuple[str, str]],
-    figs: Sequence[str],
-    run_info: Mapping[str, Any],
-    support: Mapping[str, Any] | None = None,
-) -> Path:
-    """Write report.md: headline table, CIs, statistics, breakdowns, failures, figures."""
+def write_sections(out: Path, parts: Sequence[str]) -> Path:
+    """Write report.md from its sections (Markdown), one blank line around every heading."""
+    text = re.sub(r"\n+(#+ )", r"\n\n\1", "".join(parts))  # a blank line before every heading
+    text = re.sub(r"(#+ [^\n]*)\n+", r"\1\n\n", text)  # and after it
+    return write_text(out / "report.md", re.sub(r"\n{3,}", "\n\n", text))
+
+
+def write_report(result: RunResult, qs: Sequence[Question]) -> Path:
+    """Write report.md of a questions benchmark: headline table, CIs, statistics,
+    breakdowns, failures, figures (``qs``: the question set the result ranked)."""
+    metrics, stats, per_q, runs = result.metrics, result.stats, result.per_question, result.runs
+    support, run_info = result.support, result.provenance
     parts = [
         _opening(metrics, stats, support),
         _page_level_section(metrics),
@@ -71,12 +79,58 @@ def write_report(
     parts += [
         _failures_section(per_q, qs, runs),
         ratings_section(qs),
-        "\n## Figures\n\n" + "".join(f"![{f}]({f})\n\n" for f in figs),
+        "\n## Figures\n\n" + "".join(f"![{f}]({f})\n\n" for f in result.figures),
         _reproducibility(run_info),
     ]
-    text = re.sub(r"\n+(#+ )", r"\n\n\1", "".join(parts))  # a blank line before every heading
-    text = re.sub(r"(#+ [^\n]*)\n+", r"\1\n\n", text)  # and after it
-    return write_text(out / "report.md", re.sub(r"\n{3,}", "\n\n", text))
+    return write_sections(result.out, parts)
+
+
+def write_beir_report(result: RunResult, warnings: Sequence[str] = ()) -> Path:
+    """Write report.md of a BEIR run: nDCG@10 with its CI, MRR@10, R@100, Hit@10 and
+    latency per run, the paired comparisons, the store and the ingest warnings."""
+    metrics, stats, info = result.metrics, result.stats, result.provenance
+    q = metrics["queries"]
+    rows = []
+    for r in metrics["runs"]:
+        lo, hi = stats["ci"][f"{r['text_version']} {r['method']}"]["ndcg_cut_10"][1:]
+        rows.append(
+            [r["text_version"], r["method"], _f(r["ndcg_cut_10"]), f"[{_f(lo)}, {_f(hi)}]", _f(r["mrr@10"])]
+            + [_f(r["recall@100"]), _f(r["hit@10"]), _f(r["query_ms"]["p50"], 2)]
+        )
+    parts = [
+        f"# BEIR evaluation — {metrics['dataset']} ({metrics['split']})\n",
+        f"{q['evaluated']} queries evaluated; {metrics['skipped_queries']} of the {q['in_qrels']} "
+        f"queries in the qrels skipped ({q['skipped_no_relevant']} without a relevant document, "
+        f"{q['skipped_no_text']} without a text in queries.jsonl). Each BEIR document is one page. "
+        f"Metrics over the first {metrics['depth']} ranks in trec_eval order; nDCG@10 is graded "
+        "(linear gains, trec_eval `ndcg_cut.10` = BEIR NDCG@10). 95% bootstrap CIs "
+        f"({stats['bootstrap_resamples']} query resamples, seed {stats['seed']}).\n\n",
+        _table(
+            ["version", "method", "nDCG@10", "95% CI", "MRR@10", "R@100", "Hit@10", "ms p50"],
+            rows,
+            right=(2, 4, 5, 6, 7),
+        ),
+    ]
+    head = ["a", "b", "Δ", "95% CI", "Wilcoxon p (Holm)", "rank-biserial", "McNemar p (Holm)"]
+    for fam in stats["pairwise"]:
+        rows = [
+            [c["a"], c["b"], _f(c["mean_diff"]), f"[{_f(c['ci_low'])}, {_f(c['ci_high'])}]", _f(c["p_holm"])]
+            + [_f(c["rank_biserial"]), _f(c.get("mcnemar_p_holm"))]
+            for c in fam["comparisons"]
+        ]
+        parts += [
+            f"\n## Paired comparison: {fam['family']} (ΔnDCG@10; McNemar on Hit@10)\n",
+            _table(head, rows, right=(2, 4, 5, 6)),
+        ]
+    ing = info["ingest"]
+    parts.append(
+        f"\nStore `{info['store']}`: {ing['documents']} documents ({ing['written']} written, "
+        f"{ing['unchanged']} unchanged, {ing['duplicates']} duplicate ids, {ing['empty']} empty). "
+        "TREC files in `trec/` use the original BEIR ids (whitespace percent-encoded).\n"
+    )
+    if warnings:
+        parts += ["\nIngest warnings:\n", *(f"- {w}\n" for w in warnings)]
+    return write_sections(result.out, parts)
 
 
 def _opening(metrics: Mapping[str, Any], stats: Mapping[str, Any], support: Mapping[str, Any] | None) -> str:

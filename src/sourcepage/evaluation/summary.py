@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sourcepage.retrieval.methods import has_flag
 from sourcepage.support.features import FEATURE_WORDS
 
 #: report column → its definition
@@ -50,7 +51,8 @@ FUSION_NOTE = (
 
 
 def is_fusion(method: str) -> bool:
-    return method.startswith("rrf:")
+    """Whether the method's own kind fuses ranks (its scores are not calibrated)."""
+    return has_flag(method, "fused")
 
 
 def _ci(x: Sequence[float]) -> str:

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from sourcepage.corpus.manifest import sha256_file
-from sourcepage.evaluation.experiment import Design, QuestionsBenchmark, metrics_from_ranked
+from sourcepage.evaluation.experiment import DEPTH, Design, QuestionsBenchmark, metrics_from_ranked
 from sourcepage.evaluation.questions import read_questions
 from sourcepage.evaluation.relevance import Qrels, Run, RunHit, run_name
-from sourcepage.evaluation.runner import Context, score_run, statistics
+from sourcepage.evaluation.runner import RunResult, score_run, statistics
 from sourcepage.evaluation.runs import read_trec_qrels, read_trec_run
 from sourcepage.jsonl import jsonl_lines
 from sourcepage.records import TEXT_VERSIONS, Question
@@ -150,10 +150,11 @@ def _statistics(
     bench.questions = questions
     qrels = Qrels.from_questions(questions)
     evaluated = qrels.relevant_ids()
-    ctx = Context(folder, folder, list(keys), {q.id: q.question for q in questions}, qrels, evaluated, {})  # type: ignore[arg-type]
-    ctx.results = {k: runs[k] for k in keys}  # type: ignore[index]
-    ctx.scores = {k: score_run(runs[k], qrels, evaluated, bench.metrics, bench.depth) for k in keys}  # type: ignore[index]
-    return json.loads(json.dumps(statistics(bench, ctx)))
+    queries = {q.id: q.question for q in questions}
+    result = RunResult(folder, folder, list(keys), queries, qrels, evaluated, {})  # type: ignore[arg-type]
+    result.results = {k: runs[k] for k in keys}  # type: ignore[index]
+    result.scores = {k: score_run(runs[k], qrels, evaluated, bench.metrics, bench.depth) for k in keys}  # type: ignore[index]
+    return json.loads(json.dumps(statistics(bench, result)))
 
 
 def run_checks(folder: Path) -> list[Check]:
@@ -291,13 +292,13 @@ def _rerank(folder: Path, st: Any, settings: Mapping[str, Any]) -> Check:
         check.fail("settings.json has no experiment design (a run made before packages existed)")
         return check
     design = Design.from_dict(settings["experiment"], "settings.json")
-    depth = int(settings.get("depth", 20))
+    depth = int(settings.get("depth", DEPTH))
     questions = read_questions(folder / "questions.jsonl")
     keys = [tuple(r) for r in settings["runs"]]
     runs = _runs(folder, keys, check)  # type: ignore[arg-type]
     searchers: dict[str, Searcher] = {}
     for (v, m), run in runs.items():
-        s = searchers.setdefault(v, Searcher(st, v, design.index, rrf_k=design.rrf_k))
+        s = searchers.setdefault(v, Searcher(st, v, design.index))
         for q in questions:
             got = [(h.page_id, h.score) for h in s.rank(q.question, m, k=depth).hits]
             want = [(h.docno, h.score) for h in run.get(q.id, [])]

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sourcepage.corpus.manifest import sha256_file
-from sourcepage.evaluation.runner import package_versions
+from sourcepage.evaluation.provenance import package_versions
 from sourcepage.package.checks import Check, corpus_checks, run_checks, segment_rows
 from sourcepage.records import TEXT_VERSIONS
 from sourcepage.store.db import Store

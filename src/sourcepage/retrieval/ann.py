@@ -20,6 +20,7 @@ at scale"; ``sourcepage bench --scale N --dense --ann-library all``).
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,23 @@ import numpy as np
 
 #: from this many chunks a dense index gets an approximate index (and "auto" search uses it)
 ANN_MIN_CHUNKS = 50_000
+#: how dense search may run
+DENSE_SEARCH = ("auto", "exact", "ann")
+
+
+@dataclass(frozen=True)
+class DenseSettings:
+    """The dense method's settings (its ``settings_type``, experiment.yaml section ``dense``):
+    ``search`` "auto" (an approximate index from ``ANN_MIN_CHUNKS`` chunks up, exact below),
+    "exact" or "ann" (always). Here beside the approximate index it chooses."""
+
+    search: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.search not in DENSE_SEARCH:
+            raise ValueError(f"dense search {self.search!r}: use one of {', '.join(DENSE_SEARCH)}")
+
+
 #: the file beside embeddings.npy
 ANN_FILE = "ann.faiss"
 #: the library (PyPI name) and its HNSW parameters: M links per node, candidate-list sizes

@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from sourcepage.retrieval.settings import BuildContext, IndexSettings
 
 VARIANTS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
-#: bm25s's δ of BM25L and BM25+
-DELTA = 0.5
 
 
 def idf(df: int, n: int) -> float:
@@ -72,10 +70,14 @@ def _tfc(variant: str, tf: Any, l_d: Any, l_avg: float, k1: float, b: float, del
 
 @dataclass(frozen=True)
 class Bm25Params:
+    """BM25's settings (the method's ``settings_type``, experiment.yaml section ``bm25``):
+    the defaults here are the only place they are written."""
+
     k1: float = 1.5
     b: float = 0.75
     variant: str = "robertson"
-    delta: float = DELTA
+    #: bm25s's δ of BM25L and BM25+
+    delta: float = 0.5
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -170,9 +172,9 @@ def _build(
 
 def build(
     corpus_tokens: Iterable[list[str]],
-    k1: float = 1.5,
-    b: float = 0.75,
-    variant: str = "robertson",
+    k1: float = Bm25Params.k1,
+    b: float = Bm25Params.b,
+    variant: str = Bm25Params.variant,
     shard_docs: int = SHARD_DOCS,
 ) -> Bm25Index:
     """Index pre-tokenized chunks in memory."""
@@ -209,6 +211,7 @@ class Bm25Method:
     default_arg = ""
     summary = "Okapi BM25 over chunk tokens (sharded, memory-mapped postings)"
     shard_docs = SHARD_DOCS
+    settings_type = Bm25Params  # the experiment.yaml section ``bm25``
 
     def parse_arg(self, arg: str) -> str:
         if arg:
@@ -219,16 +222,20 @@ class Bm25Method:
         return ["bm25"]
 
     def settings(self, method: Method, settings: IndexSettings) -> dict[str, Any]:
-        return {
+        p = self.params(settings)
+        out = {
             "tokenizer": asdict(settings.tokenizer),
-            "k1": settings.k1,
-            "b": settings.b,
-            "variant": settings.bm25_variant,
+            "k1": p.k1,
+            "b": p.b,
+            "variant": p.variant,
             "storage": f"postings-{POSTINGS_FORMAT}",  # an index of another layout is stale
         }
+        if p.delta != Bm25Params.delta:  # recorded only when set: indexes of the default need no rebuild
+            out["delta"] = p.delta
+        return out
 
     def params(self, settings: IndexSettings) -> Bm25Params:
-        return Bm25Params(settings.k1, settings.b, settings.bm25_variant)
+        return settings.of(self.kind)
 
     def build(
         self, method: Method, texts: Iterable[str], folder: Path, settings: IndexSettings, ctx: BuildContext

@@ -1,6 +1,6 @@
 """Second stage by chunk similarity: the method ``rerank-chunk:<base>``.
 
-The base method's top ``DEPTH`` pages (30) are rescored by
+The base method's top ``CandidateSettings.depth`` pages (30) are rescored by
 
     page score = the maximum cosine between the question and any chunk credited to the page,
 
@@ -25,13 +25,12 @@ import numpy as np
 
 from sourcepage.records import Hit, renumber
 from sourcepage.retrieval.pages import collapse
+from sourcepage.retrieval.settings import CandidateSettings
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
     from sourcepage.retrieval.search import Searcher
 
-#: how many of the base method's top pages are rescored
-DEPTH = 30
 #: the dense index whose chunk vectors score the pages
 CHUNK_METHOD = "dense:e5-small"
 
@@ -39,7 +38,10 @@ CHUNK_METHOD = "dense:e5-small"
 class ChunkRerankMethod:
     kind = "rerank-chunk"
     grammar = "rerank-chunk:<base>"
-    summary = "the base's top 30 pages reordered by best question–chunk cosine (e5-small)"
+    summary = (
+        f"the base's top {CandidateSettings.depth} pages reordered by best question–chunk cosine (e5-small)"
+    )
+    settings_type, needs_dense = CandidateSettings, True
     arity = "one"
 
     def examples(self, bases: Sequence[str]) -> list[str]:
@@ -55,8 +57,9 @@ class ChunkRerankMethod:
     def rank(
         self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
     ) -> list[Hit]:
-        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, DEPTH), filters)
-        head, tail = base[:DEPTH], base[DEPTH:]
+        depth = searcher.settings.of(self.kind).depth
+        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, depth), filters)
+        head, tail = base[:depth], base[depth:]
         if not head:
             return base
         (idx,) = self.needs(method)

@@ -15,7 +15,7 @@ Another packaged model plugs in by adding an ``Encoder`` to ``MODELS``. Nothing 
 downloaded: HF_HUB_OFFLINE is set before sentence-transformers is imported.
 
 Search is exact (the float32 matrix-vector product) below ``ann.ANN_MIN_CHUNKS`` chunks;
-from there on (or with ``IndexSettings.dense_search="ann"``) the build also writes an
+from there on (or with ``DenseSettings(search="ann")``) the build also writes an
 approximate nearest-neighbour index beside ``embeddings.npy`` (``retrieval.ann``) and a
 ranking reads only its top chunks (``top_chunks``; a ranking of "every page",
 as RRF asks for, holds the first ``pages.TOP_PAGES``).
@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sourcepage.retrieval import ann
 from sourcepage.store.files import write_json
 
 if TYPE_CHECKING:
@@ -401,10 +402,8 @@ class DenseIndex:
 
 def uses_ann(n_chunks: int, settings: IndexSettings) -> bool:
     """Whether a dense build of ``n_chunks`` chunks writes an approximate index."""
-    from sourcepage.retrieval.ann import ANN_MIN_CHUNKS
-
-    mode = settings.dense_search
-    return mode == "ann" or (mode == "auto" and n_chunks >= ANN_MIN_CHUNKS)
+    mode = settings.of("dense").search
+    return mode == "ann" or (mode == "auto" and n_chunks >= ann.ANN_MIN_CHUNKS)
 
 
 class DenseMethod:
@@ -415,6 +414,7 @@ class DenseMethod:
     grammar = "dense[:model]"
     summary = "cosine of packaged sentence embeddings (minilm, e5-small)"
     default_arg = DEFAULT_DENSE
+    settings_type, needs_dense = ann.DenseSettings, True
 
     def parse_arg(self, arg: str) -> str:
         model = arg or DEFAULT_DENSE
@@ -435,7 +435,7 @@ class DenseMethod:
         return MODELS[method.model]
 
     def settings(self, method: Method, settings: IndexSettings) -> dict[str, Any]:
-        """The model (``dense_search`` is not among them: the approximate index is an
+        """The model (the search mode is not among them: the approximate index is an
         accelerator beside the same embeddings, see ``load``)."""
         enc = self.encoder(method)
         out: dict[str, Any] = {
@@ -465,15 +465,15 @@ class DenseMethod:
     def load(self, method: Method, folder: Path, settings: IndexSettings) -> DenseIndex | None:
         """The float32 embeddings, memory-mapped (pages are read on use, shared by processes),
         and the approximate index's path if the build wrote one and search is not "exact".
-        None (rebuild) when ``dense_search`` is "ann" and the build wrote none; an "auto"
+        None (rebuild) when the search mode is "ann" and the build wrote none; an "auto"
         index without one (built exact, or before approximate indexes) searches exactly."""
         from sourcepage.retrieval.ann import ANN_FILE
 
-        path = folder / ANN_FILE
-        if settings.dense_search == "ann" and not path.exists():
+        path, search = folder / ANN_FILE, settings.of(self.kind).search
+        if search == "ann" and not path.exists():
             return None
         vectors = np.load(folder / "embeddings.npy", mmap_mode="r").view(np.ndarray)
-        return DenseIndex(vectors, path if path.exists() and settings.dense_search != "exact" else None)
+        return DenseIndex(vectors, path if path.exists() and search != "exact" else None)
 
     def scores(self, method: Method, model: DenseIndex, query: str, settings: IndexSettings) -> np.ndarray:
         """Exact cosine of every chunk (also with an approximate index: a second stage such

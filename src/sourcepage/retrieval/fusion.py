@@ -1,6 +1,6 @@
 """Reciprocal rank fusion of page rankings (Cormack et al. 2009; study §3.4).
 
-RRF(p) = Σ_m 1 / (k + rank_m(p)), k = 60, over the methods whose ranking holds p.
+RRF(p) = Σ_m 1 / (k + rank_m(p)), k = 60 by default (``RrfSettings``), over the methods whose ranking holds p.
 Ranks, never raw scores, are combined. Each input ranking must hold unique pages
 (page collapse guarantees it; a duplicate raises). Ties are broken by the page's
 natural order, given as ``page_order``; a fused hit keeps the chunk of the method
@@ -10,6 +10,7 @@ that ranked the page best (the first such method on equal ranks).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sourcepage.records import Hit
@@ -18,7 +19,23 @@ if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
     from sourcepage.retrieval.search import Searcher
 
-RRF_K = 60
+
+@dataclass(frozen=True)
+class RrfSettings:
+    """RRF's settings (the stage's ``settings_type``, experiment.yaml section ``rrf``):
+    ``k`` and the depth each input ranking is cut at (None: all)."""
+
+    k: int = 60
+    depth: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError(f"k must be 1 or more, got {self.k}")
+
+
+#: the default k; also the reciprocal-rank constant of ``ltr`` (whose fitted model was
+#: trained on RRF features with it) and of the section stage: theirs, not a design's rrf.k
+RRF_K = RrfSettings.k
 
 
 def rrf(
@@ -47,11 +64,12 @@ def rrf(
 
 class RrfMethod:
     """The registered stage ``rrf:<a>+<b>[+<c>]``: RRF of the base methods' page rankings,
-    each cut at the searcher's ``rrf_depth`` (None: all), k = the searcher's ``rrf_k``."""
+    with the searcher's ``RrfSettings`` (k, and the depth each ranking is cut at)."""
 
     kind = "rrf"
+    settings_type, fused = RrfSettings, True
     grammar = "rrf:<a>+<b>[+<c>]"
-    summary = "reciprocal rank fusion of base methods' page ranks (k = 60)"
+    summary = f"reciprocal rank fusion of base methods' page ranks (k = {RrfSettings.k})"
     arity = "many"
 
     def examples(self, bases: Sequence[str]) -> list[str]:
@@ -60,8 +78,9 @@ class RrfMethod:
     def rank(
         self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
     ) -> list[Hit]:
-        parts = [searcher.ranked(p, query, searcher.rrf_depth, filters) for p in method.parts]
-        hits = rrf(parts, searcher.index(method.parts[0]).page_order, searcher.rrf_k)
+        own = searcher.settings.of(self.kind)
+        parts = [searcher.ranked(p, query, own.depth, filters) for p in method.parts]
+        hits = rrf(parts, searcher.index(method.parts[0]).page_order, own.k)
         return hits[:k] if k else hits
 
 

@@ -29,6 +29,15 @@ if TYPE_CHECKING:
 # never touches LSA (a one-shot bm25 search) does not pay for importing it.
 
 
+@dataclass(frozen=True)
+class LsaSettings:
+    """LSA's settings (the method's ``settings_type``, experiment.yaml section ``lsa``)."""
+
+    dims: int = 256
+    #: the vocabulary keeps every unigram and the bigrams found in at least this many chunks
+    min_df: int = 3
+
+
 @dataclass
 class LsaIndex:
     vectorizer: Any  # a fitted sklearn TfidfVectorizer
@@ -67,9 +76,9 @@ def pruned_vocabulary(texts: list[str], tokenizer: Callable[[str], list[str]], m
 def build(
     texts: list[str],
     tokenizer: Callable[[str], list[str]],
-    dims: int = 256,
+    dims: int = LsaSettings.dims,
     seed: int = 42,
-    min_df: int = 3,
+    min_df: int = LsaSettings.min_df,
 ) -> LsaIndex:
     """Fit TF-IDF (every unigram, the bigrams of at least ``min_df`` chunks) and SVD on
     ``texts``; dims shrink when the corpus is too small."""
@@ -112,6 +121,7 @@ class LsaMethod:
     grammar = "lsa"
     default_arg = ""
     summary = "TF-IDF 1–2 grams → truncated SVD → cosine"
+    settings_type = LsaSettings
 
     def parse_arg(self, arg: str) -> str:
         if arg:
@@ -122,12 +132,13 @@ class LsaMethod:
         return ["lsa"]
 
     def settings(self, method: Method, settings: IndexSettings) -> dict[str, Any]:
+        own = settings.of(self.kind)
         return {
             "tokenizer": asdict(settings.tokenizer),
-            "dims": settings.lsa_dims,
+            "dims": own.dims,
             "seed": settings.seed,
             "ngram_range": [1, 2],
-            "min_df": settings.lsa_min_df,
+            "min_df": own.min_df,
             "dtype": "float32",
         }
 
@@ -135,7 +146,8 @@ class LsaMethod:
         self, method: Method, texts: list[str], folder: Path, settings: IndexSettings, ctx: BuildContext
     ) -> None:
         tok = lambda t: tokenize(t, settings.tokenizer)  # noqa: E731
-        save(build(texts, tok, settings.lsa_dims, settings.seed, settings.lsa_min_df), folder)
+        own = settings.of(self.kind)
+        save(build(texts, tok, own.dims, settings.seed, own.min_df), folder)
 
     def load(self, method: Method, folder: Path, settings: IndexSettings) -> LsaIndex:
         return load(folder, lambda t: tokenize(t, settings.tokenizer))

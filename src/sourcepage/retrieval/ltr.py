@@ -1,6 +1,6 @@
 """Learned second stage: the method ``ltr:<a>+<b>[+<c>]``.
 
-Candidates are the union of the first stages' top ``DEPTH`` pages (30 each). Every
+Candidates are the union of the first stages' top ``CandidateSettings.depth`` pages (30 each). Every
 candidate page gets a feature vector built only from quantities that transfer across
 corpora (ranks and within-question normalised scores, never a raw score scale):
 
@@ -8,7 +8,8 @@ corpora (ranks and within-question normalised scores, never a raw score scale):
   z-score within that stage's top list (the minimum of the list when absent), ``doc_rr_i`` =
   1/rank of the best page of the same document, ``nb_rr_i`` = the best 1/rank of the two
   neighbouring pages (p−1, p+1) of the same document;
-* ``rrf`` = the reciprocal-rank-fusion score of the stages (k = 60), scaled by 60;
+* ``rrf`` = the reciprocal-rank-fusion score of the stages (k = ``RRF_K``, 60, the fitted
+  model's: not a design's rrf.k), scaled by k;
 * ``doc_share`` = share of the candidates from the page's document;
 * ``coverage`` = idf-weighted share of the question's content words that occur on the page
   (raw page text), ``missing_idf`` = the largest idf of a content word absent from it;
@@ -41,14 +42,13 @@ import numpy as np
 from sourcepage.records import Hit, page_id, parse_page_id, renumber
 from sourcepage.retrieval.bm25 import idf as bm25_idf
 from sourcepage.retrieval.fusion import RRF_K, rrf
+from sourcepage.retrieval.settings import CandidateSettings
 from sourcepage.retrieval.tokenize import content_terms
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
     from sourcepage.retrieval.search import Searcher
 
-#: candidate pages taken from each first stage
-DEPTH = 30
 MODEL_FORMAT = 1
 MODELS_DIR = Path(__file__).parent / "models"
 PER_PART = ("rr", "z", "doc_rr", "nb_rr")
@@ -103,7 +103,8 @@ def candidates(
 ) -> tuple[list[Hit], np.ndarray]:
     """The candidate pages (in RRF order, each with the chunk of its best stage) and their
     feature matrix (rows in the same order, columns ``feature_names(len(parts), sections)``)."""
-    lists = [searcher.ranked(p, query, DEPTH, dict(filters)) for p in parts]
+    depth = searcher.settings.of("ltr").depth
+    lists = [searcher.ranked(p, query, depth, dict(filters)) for p in parts]
     order = searcher.index(parts[0]).page_order
     fused = rrf(lists, order, RRF_K)
     if not fused:
@@ -232,7 +233,7 @@ def _model_json(
 def fit_pairwise(
     groups: Sequence[tuple[np.ndarray, np.ndarray, float]],
     names: Sequence[str],
-    depth: int = DEPTH,
+    depth: int = CandidateSettings.depth,
     c: float = 1.0,
     seed: int = 42,
 ) -> dict[str, Any]:
@@ -272,6 +273,7 @@ class LtrMethod:
     kind = "ltr"
     grammar = "ltr:<a>+<b>[+<c>]"
     summary = "learned ranking of the first stages' top pages (linear model, shipped JSON)"
+    settings_type, learned = CandidateSettings, True
     arity = "many"
 
     def examples(self, bases: Sequence[str]) -> list[str]:

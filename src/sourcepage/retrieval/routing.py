@@ -204,6 +204,12 @@ def router(searcher: Searcher) -> Router:
     return r
 
 
+@dataclass(frozen=True)
+class RouteSettings:
+    """Routing's settings (its ``settings_type``, experiment.yaml section ``route``): none
+    yet; the names it routes on come from the store's documents."""
+
+
 class RouteMethod:
     """The registered stage ``route:<base>``: when the question names covered
     jurisdictions (and the caller set no jurisdiction filter), rank ``base`` on those
@@ -213,6 +219,7 @@ class RouteMethod:
     grammar = "route:<base>"
     summary = "jurisdiction routing: filter to the named jurisdiction, names removed from the query"
     arity = "one"
+    settings_type = RouteSettings
 
     def examples(self, bases: Sequence[str]) -> list[str]:
         return ["route:bm25"] + (["route:rrf:bm25+dense"] if "dense" in bases else [])

@@ -17,7 +17,6 @@ import numpy as np
 
 from sourcepage.records import Document, Hit, Ranking
 from sourcepage.retrieval.filters import Filters, check_filters, matches
-from sourcepage.retrieval.fusion import RRF_K
 from sourcepage.retrieval.index import IndexDamaged, IndexMissing, LoadedIndex, build_index, load_index
 from sourcepage.retrieval.methods import Method, parse_method
 from sourcepage.retrieval.pages import collapse, collapse_top, contents_last, navigation_question
@@ -37,8 +36,6 @@ class Searcher:
         settings: IndexSettings | None = None,
         *,
         auto_build: bool = True,
-        rrf_k: int = RRF_K,
-        rrf_depth: int | None = None,
         progress: Callable[[str, int, int], None] | None = None,
         contents_last: bool = True,
     ):
@@ -46,8 +43,6 @@ class Searcher:
         self.version = version
         self.settings = settings or IndexSettings()
         self.auto_build = auto_build
-        self.rrf_k = rrf_k
-        self.rrf_depth = rrf_depth
         self.progress = progress
         #: move table-of-contents pages after the others, except for navigation questions
         self.contents_last = contents_last

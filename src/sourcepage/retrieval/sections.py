@@ -1,7 +1,7 @@
 """Section-aware second stage ``sect:<method>``: a page's rank informed by its headings,
 its neighbours and its kind (corpus.structure, stored at ingest).
 
-Over the base method's top ``DEPTH`` pages (any method, routing included, so its filters
+Over the base method's top ``SectionSettings.depth`` pages (50) (any method, routing included, so its filters
 hold), each page scores
 
     base score + heading_weight · 1/(k + heading rank) + section_weight · 1/(k + section
@@ -46,8 +46,6 @@ if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
     from sourcepage.retrieval.search import Searcher
 
-#: candidate pages taken from the base ranking
-DEPTH = 50
 _TOKENS = TokenizerConfig(stopwords=True, stem=True)
 #: what a question says when it asks for a page of a demoted kind
 _ASKS = {
@@ -64,13 +62,16 @@ _ASKS = {
 
 @dataclass(frozen=True)
 class SectionSettings:
-    """The stage's weights (chosen on dev; see the module docstring)."""
+    """The stage's settings (its ``settings_type``, experiment.yaml section ``sect``): the
+    weights (chosen on dev; see the module docstring) and the candidate depth."""
 
     heading_weight: float = 0.0
     neighbour: float = 0.0
     demote: tuple[str, ...] = ("contents", "index", "amendments", "change_table", "glossary")
     #: weight of the page's section in a BM25 ranking of whole sections (pages joined)
     section_weight: float = 0.25
+    #: candidate pages taken from the base ranking
+    depth: int = 50
 
 
 SETTINGS = SectionSettings()
@@ -215,8 +216,8 @@ def _neighbours(pid: str) -> tuple[str, str]:
 def section_rank(
     searcher: Searcher, query: str, base: Sequence[Hit], settings: SectionSettings = SETTINGS
 ) -> list[Hit]:
-    """The base ranking's first ``DEPTH`` pages reordered (module docstring), the rest after."""
-    top, rest = list(base[:DEPTH]), list(base[DEPTH:])
+    """The base ranking's first ``settings.depth`` pages reordered (module docstring), the rest after."""
+    top, rest = list(base[: settings.depth]), list(base[settings.depth :])
     base_rr = {h.page_id: 1.0 / (RRF_K + h.rank) for h in top}
     heads = heading_scores(searcher, query, [h.page_id for h in top]) if settings.heading_weight else {}
     head_rank = {p: r for r, p in enumerate(sorted(heads, key=lambda p: (-heads[p], p)), 1)}
@@ -250,6 +251,7 @@ class SectionMethod:
     summary = "section-aware: headings fused with the base ranking, page kinds demoted"
     arity = "one"
     over_stages = True
+    settings_type = SectionSettings
 
     def examples(self, bases: Sequence[str]) -> list[str]:
         return ["sect:route:bm25"] + (["sect:route:rrf:bm25+dense"] if "dense" in bases else [])
@@ -257,8 +259,9 @@ class SectionMethod:
     def rank(
         self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
     ) -> list[Hit]:
-        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, DEPTH), filters)
-        hits = section_rank(searcher, query, base)
+        own = searcher.settings.of(self.kind)
+        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, own.depth), filters)
+        hits = section_rank(searcher, query, base, own)
         return hits[:k] if k else hits
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from sourcepage.query import Query, term_weights
 from sourcepage.records import Hit
+from sourcepage.retrieval.bm25 import Bm25Params
 from sourcepage.retrieval.sentvec import SENTENCE_MODEL  # the sentence encoder of the sent_* features
 from sourcepage.retrieval.tokenize import tokenize
 from sourcepage.support.check import coverage, weighted_terms
@@ -70,7 +71,7 @@ TOP_SENTENCES = 3
 __all__ = ["FEATURES", "feature_row", "features", "sentence_vectors", "term_weights"]
 
 
-def bm25_ceiling(tokens: Sequence[str], df: Mapping[str, int], n_docs: int, k1: float = 1.5) -> float:
+def bm25_ceiling(tokens: Sequence[str], df: Mapping[str, int], n_docs: int, k1: float) -> float:
     """The most a BM25 (Robertson idf, floored at 0) chunk score can approach for these
     query tokens: Σ idf(t)·(k1 + 1), a word unknown to the index counting as unseen."""
     return sum(
@@ -103,6 +104,7 @@ def features(
     n_docs: int,
     sentences: Sequence[tuple[str, float]] = (),
     tokens: Sequence[str] | None = None,
+    k1: float = Bm25Params.k1,
 ) -> dict[str, float]:
     """The feature vector (as a dict in ``FEATURES`` order) of one question (a ``Query``,
     or its text).
@@ -112,7 +114,7 @@ def features(
     its size; ``sentences`` are (sentence, cosine with the question) for the sentences of
     those passages (a supported question tends to have one sentence that says the answer;
     a near-domain unsupported one only topical sentences); ``tokens`` are the question's
-    BM25 tokens (the default tokenizer when None).
+    BM25 tokens (the default tokenizer when None); ``k1`` the BM25 index's.
     """
     q = Query.parse(query) if isinstance(query, str) else query
     question = q.text
@@ -129,7 +131,7 @@ def features(
     asked = q.value
     a_top, a_gap = _top(a)
     b_top, b_gap = _top(b)
-    ceiling = bm25_ceiling(q.tokens if tokens is None else tokens, df, n_docs)
+    ceiling = bm25_ceiling(q.tokens if tokens is None else tokens, df, n_docs, k1)
     return {
         "sparse_share": min(1.0, a_top / ceiling) if ceiling > 0 else 0.0,
         "sparse_gap": a_gap / a_top if a_top > 0 else 0.0,
@@ -168,7 +170,8 @@ def feature_row(
     df, n = searcher.term_df()
     ids = [h.chunk_id for h in list(a[:TOP_PASSAGES]) + list(b[:TOP_PASSAGES])]
     passages = {c: searcher.passage(c) for c in dict.fromkeys(ids)}
-    return features(q, a, b, passages, df, n, sentence_similarities(searcher, q.text, passages), q.tokens)
+    sims = sentence_similarities(searcher, q.text, passages)
+    return features(q, a, b, passages, df, n, sims, q.tokens, searcher.settings.of("bm25").k1)
 
 
 def warm_sentence_model() -> None:

@@ -164,13 +164,13 @@ def store_policy(stored: Policy | None, fingerprint: str) -> tuple[Policy | None
     which needs the dense extra (its semantic method and the e5-small sentence encoder)."""
     if stored is not None and (not stored.chunk_fingerprint or stored.chunk_fingerprint == fingerprint):
         return stored, ""
-    from sourcepage.retrieval.dense import DEFAULT_DENSE, MODELS
-    from sourcepage.retrieval.methods import packages_installed
+    from sourcepage.retrieval.dense import MODELS
+    from sourcepage.retrieval.methods import has_flag, packages_installed, parse_method
     from sourcepage.support.features import SENTENCE_MODEL
 
     pol = default_policy()
-    kind, _, model = pol.semantic.partition(":")
-    models = [SENTENCE_MODEL] + ([model or DEFAULT_DENSE] if kind == "dense" else [])
+    dense = [b.model for b in parse_method(pol.semantic).needs() if has_flag(b, "needs_dense")]
+    models = [SENTENCE_MODEL, *dense]
     needs = [p for m in models for p in MODELS[m].packages]
     if not packages_installed(needs):
         return None, (

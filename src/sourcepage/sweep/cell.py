@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from sourcepage.evaluation.experiment import Design, QuestionsBenchmark
+from sourcepage.evaluation.provenance import Provenance
 from sourcepage.evaluation.questions import read_questions
 from sourcepage.evaluation.relevance import Qrels
-from sourcepage.evaluation.runner import Context, Prepared, Progress, run_benchmark
+from sourcepage.evaluation.runner import Prepared, Progress, RunResult, Step, run_benchmark
 from sourcepage.ingest import IngestReport, ingest
 from sourcepage.retrieval.index import build_index, load_index
 from sourcepage.retrieval.methods import parse_method
@@ -58,32 +59,33 @@ class CellBenchmark(QuestionsBenchmark):
         queries = {q.id: q.question for q in self.questions}
         return Prepared(st, queries, Qrels.from_questions(self.questions), time.perf_counter() - t0)
 
-    def extra_outputs(self, ctx: Context) -> None:
-        ctx.extra.update(support=None, figures=[])
+    def steps(self) -> Sequence[Step]:
+        return ()
 
-    def run_info(self, ctx: Context) -> dict[str, Any]:
-        info = super().run_info(ctx)
-        info["sweep_cell"] = {k: self.cell[k] for k in ("id", "factor", "label", "overrides", "key")}
-        return info
+    def provenance(self, result: RunResult) -> Provenance:
+        prov = super().provenance(result)
+        cell = {k: self.cell[k] for k in ("id", "factor", "label", "overrides", "key")}
+        prov.fields = {**prov.fields, "sweep_cell": cell}
+        return prov
 
-    def report(self, ctx: Context, run_info: Any) -> None:
+    def report(self, result: RunResult) -> None:
         c = self.cell
         names = list(self.metrics)
         lines = [
             f"# Sweep cell `{c['id']}`",
             "",
             f"Factor **{c['factor']}**, level **{c['label']}**; overrides `{json.dumps(c['overrides'])}`.",
-            f"{len(ctx.evaluated)} answerable questions of `{self.questions_path.name}`; "
+            f"{len(result.evaluated)} answerable questions of `{self.questions_path.name}`; "
             "runs this cell does not change are the default cell's.",
             "",
             "| version | method | " + " | ".join(names) + " |",
             "|---|---|" + "---|" * len(names),
         ]
-        for r in ctx.metrics["runs"]:
+        for r in result.metrics["runs"]:
             lines.append(
                 f"| {r['text_version']} | {r['method']} | " + " | ".join(f"{r[n]:.3f}" for n in names) + " |"
             )
-        write_text(ctx.out / "report.md", "\n".join(lines) + "\n")
+        write_text(result.out / "report.md", "\n".join(lines) + "\n")
 
 
 # --------------------------------------------------------------------------- jobs (module level: picklable)
@@ -129,5 +131,5 @@ def cell_job(job: tuple[dict[str, Any], str, str, str, str, list[Key]]) -> dict[
     if out_p.exists():
         shutil.rmtree(out_p)
     bench = CellBenchmark(Path(corpus), Path(questions), cell, [tuple(r) for r in runs])  # type: ignore[misc]
-    metrics = run_benchmark(bench, out_p, store=view)
-    return {"id": cell["id"], "seconds": time.perf_counter() - t0, "runs": metrics["runs"]}
+    result = run_benchmark(bench, out_p, store=view)
+    return {"id": cell["id"], "seconds": time.perf_counter() - t0, "runs": result.metrics["runs"]}

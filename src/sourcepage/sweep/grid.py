@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from sourcepage.evaluation.experiment import Design
-from sourcepage.retrieval.methods import Method, parse_method
+from sourcepage.retrieval.methods import Method, kinds_of, parse_method
+from sourcepage.retrieval.settings import section_dict
 from sourcepage.vocabulary import HEADLINE_METRICS
 
 __all__ = [
@@ -97,10 +98,6 @@ def _value_text(v: Any) -> str:
 # --------------------------------------------------------------------------- signatures
 
 
-def _uses_rrf(m: Method) -> bool:
-    return m.kind == "rrf" or any(_uses_rrf(p) for p in m.parts)
-
-
 def text_key(d: Design) -> str:
     """The store a design's chunks live in: engine and text settings."""
     return digest({"engine": d.engine, "text": d.text.as_dict()})
@@ -120,8 +117,9 @@ def run_signature(d: Design, version: str, method: str) -> str:
     if version == "enriched":
         sig["enrich_fields"] = list(d.text.enrich_fields)
     sig["indexes"] = {b.index_key: d.index.for_method(b) for b in m.needs()}
-    if _uses_rrf(m):
-        sig["rrf_k"] = d.rrf_k
+    # the settings of the stages it ranks through (a base method's are in its index's)
+    bases = {b.kind for b in m.needs()}
+    sig["stages"] = {k: section_dict(d.index.of(k)) for k in kinds_of(m) if k not in bases}
     return digest([m.name, sig], 16)
 
 
