@@ -15,16 +15,13 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sourcepage.corpus.manifest import sha256_file
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.files import write_json
 from sourcepage.store.schema import now
-
-if TYPE_CHECKING:
-    from sourcepage.evaluation.runner import Benchmark, RunResult
 
 __all__ = ["Provenance", "package_versions", "provenance_record", "write_provenance"]
 
@@ -58,6 +55,27 @@ class Provenance:
     fields: Mapping[str, Any] = field(default_factory=dict)
 
 
+class _Run(Protocol):
+    """What the record reads of a run (``evaluation.runner.RunResult``; a protocol, so that
+    this module does not import the runner that imports it)."""
+
+    out: Path
+    store: Path
+    runs: list[tuple[str, str]]
+    metrics: dict[str, Any]
+    timings: dict[str, Any]
+    figures: list[str]
+    provenance: dict[str, Any]
+
+
+class _Bench(Protocol):
+    """What the record reads of a benchmark adapter (``evaluation.runner.Benchmark``)."""
+
+    seed: int
+    bootstrap: int
+    depth: int
+
+
 def package_versions() -> dict[str, str]:
     out = {"python": sys.version.split()[0], "platform": platform.platform()}
     for pkg in PACKAGES:
@@ -68,7 +86,7 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def provenance_record(bench: Benchmark, result: RunResult, prov: Provenance) -> dict[str, Any]:
+def provenance_record(bench: _Bench, result: _Run, prov: Provenance) -> dict[str, Any]:
     """run.json's content but ``outputs`` (added by ``write_provenance``, after the report)."""
     bases = sorted({b.name for _, m in result.runs for b in parse_method(m).bases()})
     return {
@@ -95,7 +113,7 @@ def provenance_record(bench: Benchmark, result: RunResult, prov: Provenance) -> 
     }
 
 
-def write_provenance(result: RunResult) -> Path:
+def write_provenance(result: _Run) -> Path:
     """Write ``result.provenance`` as run.json, with the SHA-256 of every other file in
     ``out`` (so it is written last)."""
     out = result.out
