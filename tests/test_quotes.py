@@ -311,7 +311,7 @@ def test_a_quote_of_another_partys_duty_does_not_make_an_answer() -> None:
         "other_party": {"asked": ["manufacturer"], "quoted": ["importer"]},
     }
     summary = check_answer(q, ans)["summary"]
-    assert "duty of importer, not of manufacturer as asked" in summary
+    assert "duty of importers, not of manufacturers as asked" in summary
 
 
 def test_a_pcbu_is_the_employers_party() -> None:

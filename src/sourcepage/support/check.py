@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
 from sourcepage.text.facts import asked_value, numbers, states
+from sourcepage.text.roles import plural
 
 if TYPE_CHECKING:
     from sourcepage.query import Query
@@ -154,6 +155,6 @@ def point_covered(point: str, quotes: str, weights: Mapping[str, float] | None =
     return share >= PART_COVERAGE and nums <= set(numbers(quotes))
 
 
-def _either(words: list[str]) -> str:
-    """Role words as a person reads them: "importer or distributor" (plural forms are not made)."""
-    return " or ".join(words) if words else "another party"
+def _either(roles: list[str]) -> str:
+    """Roles as a person reads them: "importers or distributors"."""
+    return " or ".join(plural(r) for r in roles) if roles else "another party"

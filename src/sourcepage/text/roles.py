@@ -54,3 +54,14 @@ def party(role: str) -> str:
 def parties(roles: list[str] | set[str]) -> set[str]:
     """The parties of ``roles``."""
     return {party(r) for r in roles}
+
+
+#: roles that are adjectives: "authorized persons", not "authorizeds"
+_ADJECTIVES = {"authorized", "affected", "competent", "qualified", "self-employed"}
+
+
+def plural(role: str) -> str:
+    """How a reason names the holders of a role: "importers", "PCBUs", "competent persons"."""
+    if role in _ADJECTIVES:
+        return f"{role} persons"
+    return "PCBUs" if role == "pcbu" else role + "s"
