@@ -166,7 +166,7 @@ def test_index_plan_covers_what_search_needs(safety_store: Path) -> None:
 def test_tidy_drops_furniture_but_keeps_the_sentence() -> None:
     """What ``tidy`` removes from the start of a quote: a running header, a paragraph
     number, an opening "(See …)" cross-reference — the sentence itself stays whole."""
-    from sourcepage.support.select import tidy
+    from sourcepage.text.sentences import tidy
 
     see = (
         "(See Sections 6(e) and (f) of 29 CFR Part 1910.147 for specific requirements.) In the rare "

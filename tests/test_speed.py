@@ -111,14 +111,21 @@ def indexed_store(tmp_path_factory: pytest.TempPathFactory, safety_corpus: Path)
 
 
 def test_sentence_table_holds_every_chunk_sentence_with_its_vector(indexed_store: Path) -> None:
-    """Every unit of every raw chunk is in the stored table, with the vector e5-small gives
-    it (the store's cache, filled by the build, and a fresh encoding agree)."""
+    """Every unit of every raw chunk and every unit the quote selector reads of every page
+    is in the stored table, with the vector e5-small gives it (the store's cache, filled by
+    the build, and a fresh encoding agree)."""
+    from sourcepage.text.sentences import quote_units
+
     st = Store(indexed_store)
     try:
         table = sentvec.load(st, "raw")
         assert table is not None
-        units = sentvec.collect(t for _, t in st.iter_chunk_texts("raw"))
+        pages = [raw for raw, _ in st.raw_pages(sorted(st.page_ids())).values()]
+        units = sentvec.collect((t for _, t in st.iter_chunk_texts("raw")), pages)
         assert table.params["sentences"] == len(units) > 10
+        quoted = sorted({u.text for raw in pages for _, u in quote_units(raw)})
+        assert set(quoted) - set(sentvec.collect(t for _, t in st.iter_chunk_texts("raw")))
+        assert table.lookup(quoted)[1].all()
         vecs, found = table.lookup(units)
         assert found.all()
         fresh = dense.MODELS["e5-small"].passages(units[:8])
@@ -150,6 +157,30 @@ def test_features_read_the_table_and_equal_encoding(indexed_store: Path) -> None
     assert calls == []
     encoded = original(sents)
     assert float(np.abs(with_table - encoded).max()) < 1e-4
+
+
+def test_a_whole_search_encodes_nothing_but_the_question(indexed_store: Path) -> None:
+    """On a freshly indexed store, whole searches (ranking, decision, quotes) encode no
+    sentence: the decision's and the quotes' units are all in the stored table, and the
+    selector reads no MiniLM sentence vectors (a fresh store once spent 0.2–0.3 s a search
+    encoding them)."""
+    from sourcepage.evaluation.questions import read_questions
+
+    svc = api.service(indexed_store, "raw", build=False)
+    calls: list[tuple[str, int]] = []
+    originals = {m: dense.MODELS[m].passages for m in ("e5-small", "minilm")}
+    for m, original in originals.items():
+        object.__setattr__(
+            dense.MODELS[m], "passages", lambda t, m=m, o=original: calls.append((m, len(t))) or o(t)
+        )
+    try:
+        for q in list(read_questions(DEV))[:6]:
+            r = svc.search(q.question)
+            assert r["support"] is not None
+    finally:
+        for m, original in originals.items():
+            object.__setattr__(dense.MODELS[m], "passages", original)
+    assert calls == []
 
 
 def test_query_path_imports_neither_torch_nor_sentence_transformers(indexed_store: Path) -> None:

@@ -2,7 +2,7 @@
 
 In the default run: quotes read as text (no running header, paragraph number or
 private-use glyph, no sentence cut inside a parenthesis), the pages ranked without a dense
-index (``route:bm25``) and the quote selector given its real e5 and MiniLM cosines.
+index (``route:bm25``) and the quote selector given its real e5 cosines.
 Marked ``heavy`` (``make test-all``: it builds the dense index of 1,161 pages): the whole
 search as a user gets it — an ``answer`` quotes what states it, or the question goes to
 review or is refused. The answer gate reads P(supported) as well as the quotes' P(states),

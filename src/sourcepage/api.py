@@ -198,13 +198,18 @@ class SearchService:
 
     def cosines(self, query: Query) -> Callable[[Sequence[str]], dict[str, np.ndarray]]:
         """The quote selector's sentence cosines with the question: e5-small, and MiniLM
-        (zeros where its package is not installed)."""
+        when the shipped selector reads it (zeros where its runtime is not installed)."""
+
+        qm = quote_model()
+        minilm = qm is not None and any(f.startswith("minilm") for f in qm.features)
 
         def cos(sents: Sequence[str]) -> dict[str, np.ndarray]:
             out = {"e5": sentence_cosines(self.searcher, query.text, sents, SENTENCE_MODEL)}
+            if not minilm:  # the shipped selector reads e5 alone: MiniLM's would be encoded here
+                return out
             try:
                 out["minilm"] = sentence_cosines(self.searcher, query.text, sents, "minilm")
-            except RuntimeError:  # no sentence-transformers: the feature is 0
+            except RuntimeError:  # no MiniLM runtime: the feature is 0
                 out["minilm"] = np.zeros(len(sents))
             return out
 

