@@ -109,19 +109,21 @@ def test_the_repository_experiment_files_still_load(path: Path) -> None:
     assert again.as_dict() == d.as_dict() and again.index.of("bm25") == d.index.of("bm25")
 
 
-def test_an_unknown_key_in_a_method_section_names_the_file_and_the_key(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("bm25: {k1: 1.2, kl: 0.5}\n", "unknown keys ['kl'] in bm25"),
+        ("rrf: {k: 0}\n", "rrf: k must be 1 or more"),
+        ("rerank: 30\n", "rerank must be a mapping"),
+        ("bm25s: {k1: 1.2}\n", "unknown keys ['bm25s']"),
+    ],
+)
+def test_an_unknown_key_in_a_method_section_names_the_file_and_the_key(
+    tmp_path: Path, text: str, message: str
+) -> None:
     path = tmp_path / "experiment.yaml"
-    path.write_text("bm25: {k1: 1.2, kl: 0.5}\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=re.escape(f"{path}: unknown keys ['kl'] in bm25")):
-        Design.from_yaml(path)
-    path.write_text("rrf: {k: 0}\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=re.escape(f"{path}: rrf: k must be 1 or more")):
-        Design.from_yaml(path)
-    path.write_text("rerank: 30\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=re.escape(f"{path}: rerank must be a mapping")):
-        Design.from_yaml(path)
-    path.write_text("bm25s: {k1: 1.2}\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=re.escape(f"{path}: unknown keys ['bm25s']")):
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"{path}: {message}")):
         Design.from_yaml(path)
 
 

@@ -97,13 +97,8 @@ def choose(cands: Sequence[Candidate], max_quotes: int = MAX_QUOTES) -> list[Can
     for c in order:
         if len(chosen) == max_quotes or (chosen and c.p < FURTHER_SHARE * chosen[0].p):
             break
-        if c.text.count("(") > c.text.count(")"):
-            continue  # cut inside a parenthesis: not a whole sentence
-        if not (c.features.get("share") or c.features.get("heading")):
-            continue  # none of the question's words, nor under a heading holding one
-        if any(_redundant(c, o) for o in chosen):
-            continue
-        chosen.append(c)
+        if _quotable(c, chosen):
+            chosen.append(c)
     if chosen and chosen[0].features.get("value_asked") and not any(_states_value(c) for c in chosen):
         # the question asks for a value ("how often") that no quote states: the most likely
         # unit that states one is quoted too (last in, if the quotes are full), for the reader
@@ -118,7 +113,8 @@ def _states_value(c: Candidate) -> bool:
 
 
 def _quotable(c: Candidate, chosen: Sequence[Candidate]) -> bool:
-    """A whole unit holding a question word (or under a heading that does), repeating no quote."""
+    """A whole unit (not cut inside a parenthesis) holding a question word (or under a
+    heading that does), repeating no chosen quote."""
     return (
         c.text.count("(") <= c.text.count(")")
         and bool(c.features.get("share") or c.features.get("heading"))
@@ -132,9 +128,8 @@ def stated(quotes: Sequence[Candidate]) -> float:
     question asks about manufacturers, the unit opens with importers). Not 1 − Π(1 − p): the
     quotes of one answer are not independent (four near-misses from the importers' article do
     not add up to the manufacturers' duty), and with quotes as passages the best quote's p
-    kept ≥ 90% precision on the dev splits at the same recall. Leaving out the other
-    party's units raised the nested estimate on the dev splits from precision 0.886 /
-    recall 0.369 to 0.901 / 0.398 (``benchmarks/fit_quotes.py``)."""
+    kept ≥ 90% precision on the dev splits at the same recall; leaving out the other
+    party's units raised precision and recall there (README, ``benchmarks/fit_quotes.py``)."""
     return max((c.p for c in quotes if not c.risk and not other_party(c)), default=0.0)
 
 
@@ -216,7 +211,6 @@ def extract_answer(
     """
     q = Query.parse(query) if isinstance(query, str) else query
     asked = q.describe_asked()
-    asked_roles = sorted(set(roles_in(q.text)))
     if decision == "refuse":
         return {
             "status": "none",
@@ -251,7 +245,10 @@ def extract_answer(
     }
     other = [c for c in chosen if not c.risk and other_party(c) and c.p >= threshold]
     if mdl is not None and not fact_found and other:  # why not, in words (``support.check``)
-        out["other_party"] = {"asked": asked_roles, "quoted": sorted({roles_in(c.text)[0] for c in other})}
+        out["other_party"] = {
+            "asked": sorted(set(roles_in(q.text))),
+            "quoted": sorted({roles_in(c.text)[0] for c in other}),
+        }
     return out
 
 
