@@ -2,7 +2,10 @@
 per question, in one process after one warm-up search: wall and process-CPU milliseconds
 (p50, p95). CPU time is the figure to compare on a shared machine.
 
-    python benchmarks/warm_search.py --store STORE --questions benchmarks/osha6/dev.jsonl -n 20
+    python benchmarks/warm_search.py --store STORE --questions benchmarks/osha6/dev.jsonl -n 20 [--encodings]
+
+``--encodings`` also counts the sentences each model encoded during the timed searches
+(none when the index's sentence table holds every unit a search reads) and their milliseconds.
 """
 
 from __future__ import annotations
@@ -23,9 +26,13 @@ def main() -> None:
     ap.add_argument("--store", required=True)
     ap.add_argument("--questions", required=True)
     ap.add_argument("-n", type=int, default=20, help="questions timed (the first n)")
+    ap.add_argument("--encodings", action="store_true", help="count the sentences encoded per model")
     a = ap.parse_args()
     qs = [q.question for q in read_questions(a.questions)][: a.n]
+    encoded = _count_encodings() if a.encodings else None
     api.search("warm-up question about ladders", a.store)
+    if encoded is not None:
+        encoded.clear()
     wall, cpu = [], []
     for q in qs:
         t0, c0 = time.perf_counter(), time.process_time()
@@ -33,10 +40,34 @@ def main() -> None:
         wall.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.process_time() - c0) * 1000)
     out = {"store": a.store, "n": len(qs), "load": os.getloadavg()}
+    if encoded is not None:
+        out["encoded"] = encoded
     for name, xs in (("wall", wall), ("cpu", cpu)):
         out[f"{name}_p50_ms"] = float(np.percentile(xs, 50))
         out[f"{name}_p95_ms"] = float(np.percentile(xs, 95))
     print(json.dumps(out))
+
+
+def _count_encodings() -> dict[str, dict[str, float]]:
+    """Wrap each dense model's passage encoder to tally {model: {"texts", "ms"}}."""
+    import dataclasses
+
+    from sourcepage.retrieval import dense
+
+    tally: dict[str, dict[str, float]] = {}
+    for name, enc in list(dense.MODELS.items()):
+
+        def passages(texts: list[str], name: str = name, inner=enc.passages) -> np.ndarray:
+            t0 = time.perf_counter()
+            try:
+                return inner(texts)
+            finally:
+                row = tally.setdefault(name, {"texts": 0, "ms": 0.0})
+                row["texts"] += len(texts)
+                row["ms"] += (time.perf_counter() - t0) * 1000
+
+        dense.MODELS[name] = dataclasses.replace(enc, passages=passages)
+    return tally
 
 
 if __name__ == "__main__":
