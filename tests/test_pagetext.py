@@ -199,6 +199,23 @@ def test_osha3170_p9_is_flagged_interleaved() -> None:
     assert ex.ordered[8] is None
 
 
+def test_osha3170_pages_that_join_columns_on_every_line_are_flagged_too() -> None:
+    """Pp. 31 and 40 of the re-typeset OSHA 3170 join two columns on nearly every line, so
+    no line is wider than the page's own median; measured against the document's column
+    width (most of its pages show the joins) they are flagged, and their sentences are
+    never an answer. A document where a minority of pages show it (HSE L74: its tables)
+    keeps its one-column pages unflagged."""
+    from sourcepage.corpus.audit import interleaved_columns
+
+    ex = extract_pdf(_shared("corpus", "osha3170-safeguarding-amputations"))
+    for n in (31, 40):
+        assert ex.layouts[n - 1].text_lines >= 6 and interleaved_columns(ex.layouts[n - 1]), n
+        assert ex.ordered[n - 1] is None  # no gutter: nothing to re-read
+    assert sum(interleaved_columns(la) for la in ex.layouts) >= 45
+    l74 = extract_pdf(_shared("corpus-intl", "uk-hse-l74-first-aid"))
+    assert not any(interleaved_columns(l74.layouts[n - 1]) for n in (9, 14))
+
+
 def test_interleaved_columns_are_reordered_for_the_cleaned_text_only(tmp_path: Path) -> None:
     left = [f"left column line {i} about lockout devices" for i in range(1, 31)]
     right = [f"right column {i} on permit spaces" for i in range(1, 9)]

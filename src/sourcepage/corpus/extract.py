@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pypdfium2 as pdfium
@@ -57,7 +58,9 @@ class Extracted:
     ordered: list[str | None] = field(default_factory=list)
 
 
-def _layout(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage) -> PageLayout:
+def _layout(
+    page: pdfium.PdfPage, textpage: pdfium.PdfTextPage, widths: list[float] | None = None
+) -> PageLayout:
     """Count image objects, text lines, and the signatures of text columns.
 
     A line counts as side-by-side when PDFium reports two or more text rectangles at
@@ -84,7 +87,7 @@ def _layout(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage) -> PageLayout:
     wide_rects = [r for r in rects if r[2] - r[0] >= 0.2 * width]
     left = sum(1 for r in wide_rects if r[2] <= 0.55 * width)
     right = sum(1 for r in wide_rects if r[0] >= 0.45 * width)
-    widths = _line_widths(textpage)
+    widths = _line_widths(textpage) if widths is None else widths
     median = sorted(widths)[len(widths) // 2] if widths else 0.0
     return PageLayout(
         images=images,
@@ -99,6 +102,35 @@ def _layout(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage) -> PageLayout:
 
 #: a text line this many times wider than the page's median line holds two columns' text
 WIDE_LINE = 1.6
+#: a document whose columns run together on more than this share of its text pages …
+MOST_PAGES = 0.5
+#: … (pages with at least this many text lines) has its other pages measured against
+#: its column width
+TEXT_PAGE_LINES = 6
+
+
+def run_together(layouts: list[PageLayout], widths: list[list[float]]) -> dict[int, int]:
+    """Pages (index → wide lines) whose columns run together although the page alone does
+    not show it: in a document where most text pages do (``interleaved_columns``), a page
+    on which nearly every line joins two columns has a wide median line, so no line is
+    wider than ``WIDE_LINE`` × its own median (the re-typeset OSHA 3170 of
+    ../shared/corpus: pp. 31, 40 and 15 others read as two sentences on every line, and
+    were quoted as answers). Those pages are measured against the document's column
+    width instead: the median line of the pages that do show it."""
+    text_pages = [i for i, w in enumerate(widths) if len(w) >= TEXT_PAGE_LINES]
+    shown = [i for i in text_pages if interleaved_columns(layouts[i])]
+    if len(shown) < 3 or len(shown) <= MOST_PAGES * len(text_pages):
+        return {}
+    column = statistics.median(statistics.median(widths[i]) for i in shown)
+    out = {}
+    for i in text_pages:
+        if i in shown:
+            continue
+        wide = sum(1 for w in widths[i] if w > WIDE_LINE * column)
+        layout = replace(layouts[i], wide_lines=wide)
+        if interleaved_columns(layout):
+            out[i] = wide
+    return out
 
 
 def _line_widths(textpage: pdfium.PdfTextPage) -> list[float]:
@@ -205,14 +237,23 @@ def extract_pdf(path: str | Path, engine: str = "pypdfium2", max_pages: int | No
         layouts: list[PageLayout] = []
         toc, lines = structure.outline(pdf), []
         ordered: list[str | None] = []
+        widths: list[list[float]] = []
         for i in range(n):
             page = pdf[i]
             tp = page.get_textpage()
             if engine == "pypdfium2":
                 texts.append(tp.get_text_range())
-            layouts.append(_layout(page, tp))
+            widths.append(_line_widths(tp))
+            layouts.append(_layout(page, tp, widths[-1]))
             lines.append(structure.page_lines(tp))
             ordered.append(column_order(page, tp, layouts[-1]))
+            tp.close()
+            page.close()
+        for i, wide in run_together(layouts, widths).items():
+            layouts[i] = replace(layouts[i], wide_lines=wide)
+            page = pdf[i]
+            tp = page.get_textpage()
+            ordered[i] = column_order(page, tp, layouts[i])
             tp.close()
             page.close()
         if engine == "pypdf":
