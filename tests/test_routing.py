@@ -85,3 +85,29 @@ def test_search_reports_routing_and_refuses_an_uncovered_jurisdiction(safety_sto
     out = api.search("What must an employer in Canada do before confined space entry?", safety_store, k=5)
     assert out["decision"] == "refuse" and "Canada" in out["reasons"][0]
     assert out["routing"]["uncovered"] == ["Canada"]
+
+
+def test_the_fields_abbreviations_in_an_authoritys_remarks_are_not_names() -> None:
+    """"WHS" in "(… s274 WHS Act 2011 …)" names no jurisdiction: every Australian state has a
+    WHS Act. It once routed "What must a WHS management plan contain?" to the national
+    documents only."""
+    docs = [
+        *DOCS,
+        _doc("cth", "AU", "Commonwealth of Australia (Minister for Employment, s274 WHS Act 2011)"),
+    ]
+    r = Router(docs).route("What must a WHS management plan contain?")
+    assert r.jurisdictions == () and r.query == "What must a WHS management plan contain?"
+
+
+@pytest.mark.parametrize(
+    ("question", "compares"),
+    [
+        ("Compare OSHA's rule with HSE's guidance on guards.", True),
+        ("How does the NSW code differ from Safe Work Australia's code on falls?", True),
+        ("How are falls managed in Australia?", False),  # one name, a country and its states
+        ("What does OSHA require for lockout?", False),
+        ("How often must locks be inspected?", False),
+    ],
+)
+def test_a_question_naming_several_jurisdictions_compares_them(question: str, compares: bool) -> None:
+    assert Router(DOCS).route(question).compares is compares

@@ -175,6 +175,21 @@ def test_decide_rules() -> None:
     assert decide("bm25", [us], True, conflict).decision == "review"
 
 
+def test_one_countrys_jurisdictions_are_no_conflict_unless_compared() -> None:
+    """AU and AU-NSW pages (a state code adopting the national model code) may carry an
+    answer, the reasons naming both; US and AU pages may not; nor AU and AU-NSW pages when
+    the question names both to compare them (study §3.1)."""
+    au, nsw, us = _doc("a", "AU"), _doc("b", "AU-NSW"), _doc("c", "US")
+    cal = Calibration(0.9, 0.3, 0.8, "policy P")
+    same = decide("bm25", [au, nsw], True, cal)
+    assert same.decision == "answer"
+    assert any("AU, AU-NSW, one country's jurisdictions" in r for r in same.reasons)
+    assert decide("bm25", [au, us], True, cal).decision == "review"
+    compared = decide("bm25", [nsw, au], True, cal, compares=True)
+    assert compared.decision == "review" and "AU-NSW, AU" in compared.reasons[0]
+    assert decide("bm25", [au, au], True, cal, compares=True).decision == "answer"
+
+
 def test_drivers_name_features_in_words() -> None:
     contrib = {"sent_top3": -1.2, "dense_top": 0.9, "coverage": -0.01, "value_missing": -0.6}
     values = {"sent_top3": 0.80, "dense_top": 0.7, "coverage": 1.0, "value_missing": 1.0}

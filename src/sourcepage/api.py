@@ -231,6 +231,7 @@ class SearchService:
             cal,
             uncovered=route.uncovered if not route.jurisdictions else (),
             covered=router(self.searcher).codes,
+            compares=route.compares,
             no_policy=unusable or self.policy_note,
         )
 

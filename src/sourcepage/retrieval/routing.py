@@ -42,6 +42,12 @@ _ISO_EXCEPTIONS = {"UK": "GB"}
 _ACRONYM = re.compile(r"\b[A-Z]{2,6}\b")
 # words of an authority that name what it is, not where: not aliases on their own
 _GENERIC = {
+    # the field's own abbreviations, in authorities' remarks ("s274 WHS Act 2011") but
+    # naming no jurisdiction: every Australian state has a WHS Act, so "WHS" routed a
+    # construction question to the national documents only
+    "whs",
+    "ohs",
+    "osh",
     "and",
     "of",
     "the",
@@ -80,6 +86,9 @@ class Route:
     matched: tuple[str, ...]
     uncovered: tuple[str, ...]
     query: str
+    #: the names matched admit more than one set of jurisdictions ("WorkSafe WA" and "the
+    #: Australian regulations"; "OSHA" and "HSE"): the question compares them
+    compares: bool = False
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -87,6 +96,12 @@ class Route:
             "matched": list(self.matched),
             "uncovered": list(self.uncovered),
         }
+
+
+def country(code: str) -> str:
+    """The country of a jurisdiction code in ISO 3166-2 form ("AU-NSW" → "AU", "US" → "US"):
+    the level at which a country name admits the sub-jurisdictions (see the module doc)."""
+    return code.partition("-")[0]
 
 
 @lru_cache(maxsize=4096)
@@ -179,10 +194,12 @@ class Router:
         text = question
         matched: list[str] = []
         found: set[str] = set()
+        named: set[frozenset[str]] = set()
         for pat, name, targets in self._patterns:
             if pat.search(text):
                 matched.append(name)
                 found.update(targets)
+                named.add(frozenset(targets))
                 text = pat.sub(" ", text)
         low = text.lower()
         uncovered = sorted(
@@ -193,7 +210,9 @@ class Router:
             }
         )
         query = re.sub(r"\s+", " ", text).strip()
-        return Route(tuple(sorted(found)), tuple(matched), tuple(uncovered), query or question)
+        return Route(
+            tuple(sorted(found)), tuple(matched), tuple(uncovered), query or question, compares=len(named) > 1
+        )
 
 
 def router(searcher: Searcher) -> Router:

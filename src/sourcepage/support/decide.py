@@ -22,6 +22,7 @@ from typing import Any
 
 from sourcepage.query import Query
 from sourcepage.records import Decision, Document
+from sourcepage.retrieval.routing import country
 from sourcepage.support.check import check_answer
 from sourcepage.support.features import FEATURE_WORDS
 
@@ -107,11 +108,14 @@ def decide(
     no_policy: str = "",
     uncovered: Sequence[str] = (),
     covered: Sequence[str] = (),
+    compares: bool = False,
 ) -> Decision:
     """Decide from the top pages' documents, lexical overlap and (if any) a policy's
     verdict inputs; ``no_policy`` says why there is none (for the review reason).
     ``uncovered``: jurisdictions the question names that no document of the corpus is from
-    (``covered`` lists those that are); such a question is refused with that reason."""
+    (``covered`` lists those that are); such a question is refused with that reason.
+    ``compares``: the question names several jurisdictions (``Route.compares``); top pages
+    from more than one then go to a reviewer even within one country."""
     if uncovered:
         return Decision(
             "refuse",
@@ -129,7 +133,16 @@ def decide(
             f"The top pages come from more than one jurisdiction ({', '.join(juris)}); "
             "requirements may differ and must not be merged."
         )
-        if len(juris) > 1
+        if len({country(j) for j in juris}) > 1 or (compares and len(juris) > 1)
+        else None
+    )
+    # one country's jurisdictions (AU and AU-NSW: a state code of practice adopts the national
+    # model code) are not a conflict: the routing reads "in Australia" as all of them; each
+    # quote names its own, and the reasons say so
+    within = (
+        f"The top pages come from {', '.join(juris)}, one country's jurisdictions; each quote "
+        "names its own."
+        if len(juris) > 1 and not cross
         else None
     )
     if calibration is None:
@@ -179,11 +192,12 @@ def decide(
         if s
     )
     if reasons:
-        return Decision("review", (*reasons, *detail))
+        return Decision("review", (*reasons, *((within,) if within else ()), *detail))
     return Decision(
         "answer",
         (
             f"{p} is at or above the answer threshold {c.t_answer:.2f}; the evidence pages are accepted.",
+            *((within,) if within else ()),
             *detail,
         ),
     )
