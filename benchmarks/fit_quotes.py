@@ -36,6 +36,7 @@ from sourcepage.retrieval.methods import default_method, parse_method
 from sourcepage.store.files import write_json
 from sourcepage.support import select as S
 from sourcepage.support.answer import Passage, choose, passages, stated
+from sourcepage.support.decide import spans_jurisdictions
 from sourcepage.text.roles import roles_in
 
 SEED = 42
@@ -61,7 +62,7 @@ def collect(store: Path, questions: Path, partial: Path | None = None) -> list[d
         sup = r["support"] or {}
         feats = sup.get("features") or {}
         blocked = (
-            len(r["jurisdictions"]) > 1
+            spans_jurisdictions(r["jurisdictions"], r["routing"]["compares"])
             or bool(r["routing"]["uncovered"] and not r["routing"]["jurisdictions"])
             or (feats.get("rr_a_in_b") == 0 and feats.get("rr_b_in_a") == 0)
             or not sup

@@ -201,7 +201,7 @@ def test_the_decisions_question_vector_is_encoded_beside_the_ranking(indexed_sto
     )
     question_vector.cache_clear()
     try:
-        for q in ("Who may remove a lockout device?", "How often must energy control procedures be inspected?"):
+        for q in ("Who may remove a lockout device?", "How often must energy procedures be inspected?"):
             assert svc.search(q)["support"] is not None
     finally:
         object.__setattr__(dense.MODELS["e5-small"], "query", original)
@@ -280,7 +280,7 @@ def test_question_vector_cache_is_single_flight() -> None:
         release.wait(5)
         return np.ones(4, dtype=np.float32)
 
-    cached = dense._cached(slow, "minilm")
+    cached = dense._cached(slow, "minilm")  # the single-flight cache (retrieval.flight)
     got: list[np.ndarray] = []
     first = threading.Thread(target=lambda: got.append(cached("q")))
     first.start()

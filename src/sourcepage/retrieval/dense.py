@@ -26,9 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -37,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sourcepage.retrieval import ann
+from sourcepage.retrieval.flight import single_flight
 from sourcepage.store.files import write_json
 
 if TYPE_CHECKING:
@@ -267,48 +266,8 @@ QUERY_CACHE = 16
 
 
 def _cached(query: Callable[[str], np.ndarray], model: str) -> Callable[[str], np.ndarray]:
-    """``query`` with a small cache that is also single-flight: a thread asking for a
-    vector another thread is computing waits for that one (a search encodes its question
-    on a prefetch thread while the ranking may ask for the same vector; ``lru_cache``
-    would compute it twice). Hand-written: functools has no single-flight cache."""
-    lock = threading.Lock()
-    done: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-    flying: dict[tuple[str, str], Future[np.ndarray]] = {}
-
-    def cached(text: str) -> np.ndarray:
-        key = (runtime(model), text)
-        with lock:
-            if key in done:
-                done.move_to_end(key)
-                return done[key]
-            pending = flying.get(key)
-            if pending is None:
-                mine: Future[np.ndarray] = Future()
-                flying[key] = mine
-        if pending is not None:
-            return pending.result()
-        try:
-            v = np.asarray(query(text), dtype=np.float32).reshape(-1)
-            v.setflags(write=False)
-        except BaseException as e:
-            with lock:
-                del flying[key]
-            mine.set_exception(e)
-            raise
-        with lock:
-            done[key] = v
-            del flying[key]
-            while len(done) > QUERY_CACHE:
-                done.popitem(last=False)
-        mine.set_result(v)
-        return v
-
-    def clear() -> None:
-        with lock:
-            done.clear()
-
-    cached.cache_clear = clear  # type: ignore[attr-defined]
-    return cached
+    """``query`` behind a small single-flight cache keyed by the model's runtime in force."""
+    return single_flight(query, lambda text: (runtime(model), text), QUERY_CACHE)
 
 
 MODELS: dict[str, Encoder] = {

@@ -95,6 +95,7 @@ class Route:
             "jurisdictions": list(self.jurisdictions),
             "matched": list(self.matched),
             "uncovered": list(self.uncovered),
+            "compares": self.compares,
         }
 
 

@@ -96,6 +96,15 @@ def jurisdictions(docs: Sequence[Document]) -> list[str]:
     return out
 
 
+def spans_jurisdictions(juris: Sequence[str], compares: bool = False) -> bool:
+    """True when pages of the jurisdictions ``juris`` must not carry one answer (study §3.1):
+    they come from more than one country, or from more than one jurisdiction when the
+    question names several to compare them (``Route.compares``). One country's own
+    jurisdictions otherwise may (AU and AU-NSW: a state code that adopts the national model
+    code; routing reads "in Australia" as all of them)."""
+    return len({country(j) for j in juris}) > 1 or (compares and len(set(juris)) > 1)
+
+
 def _list(phrases: Sequence[str]) -> str:
     return "; ".join(phrases)
 
@@ -133,7 +142,7 @@ def decide(
             f"The top pages come from more than one jurisdiction ({', '.join(juris)}); "
             "requirements may differ and must not be merged."
         )
-        if len({country(j) for j in juris}) > 1 or (compares and len(juris) > 1)
+        if spans_jurisdictions(juris, compares)
         else None
     )
     # one country's jurisdictions (AU and AU-NSW: a state code of practice adopts the national
