@@ -62,7 +62,10 @@ def collect(store: Path, questions: Path, partial: Path | None = None) -> list[d
         sup = r["support"] or {}
         feats = sup.get("features") or {}
         blocked = (
-            spans_jurisdictions(r["jurisdictions"], r["routing"]["compares"])
+            spans_jurisdictions(
+                [(x["jurisdiction"], x["authority"]) for x in r["results"][: api.DECISION_DEPTH]],
+                r["routing"]["compares"],
+            )
             or bool(r["routing"]["uncovered"] and not r["routing"]["jurisdictions"])
             or (feats.get("rr_a_in_b") == 0 and feats.get("rr_b_in_a") == 0)
             or not sup

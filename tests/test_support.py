@@ -175,16 +175,26 @@ def test_decide_rules() -> None:
     assert decide("bm25", [us], True, conflict).decision == "review"
 
 
-def test_one_countrys_jurisdictions_are_no_conflict_unless_compared() -> None:
-    """AU and AU-NSW pages (a state code adopting the national model code) may carry an
-    answer, the reasons naming both; US and AU pages may not; nor AU and AU-NSW pages when
-    the question names both to compare them (study §3.1)."""
-    au, nsw, us = _doc("a", "AU"), _doc("b", "AU-NSW"), _doc("c", "US")
+def test_a_state_code_adopting_the_model_code_is_no_conflict_unless_compared() -> None:
+    """AU pages beside a NSW code its manifest says is based on the model code may carry an
+    answer, the reasons naming both; beside a WA document (WA defines a construction project
+    otherwise) or a US one they may not; nor AU and the NSW code when the question names
+    both to compare them (study §3.1)."""
+    au = _doc("a", "AU")
+    nsw = Document.from_dict(
+        {"doc_id": "b", "jurisdiction": "AU-NSW", "title": "b",
+         "authority": "SafeWork NSW (based on Safe Work Australia model code)"}
+    )
+    wa = Document.from_dict(
+        {"doc_id": "c", "jurisdiction": "AU-WA", "title": "c", "authority": "WorkSafe WA"}
+    )
     cal = Calibration(0.9, 0.3, 0.8, "policy P")
     same = decide("bm25", [au, nsw], True, cal)
     assert same.decision == "answer"
-    assert any("AU, AU-NSW, one country's jurisdictions" in r for r in same.reasons)
-    assert decide("bm25", [au, us], True, cal).decision == "review"
+    assert any("AU, AU-NSW: documents that adopt the national model code" in r for r in same.reasons)
+    assert decide("bm25", [au, wa], True, cal).decision == "review"
+    assert decide("bm25", [nsw, wa], True, cal).decision == "review"
+    assert decide("bm25", [au, _doc("d", "US")], True, cal).decision == "review"
     compared = decide("bm25", [nsw, au], True, cal, compares=True)
     assert compared.decision == "review" and "AU-NSW, AU" in compared.reasons[0]
     assert decide("bm25", [au, au], True, cal, compares=True).decision == "answer"

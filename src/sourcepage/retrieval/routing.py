@@ -105,6 +105,19 @@ def country(code: str) -> str:
     return code.partition("-")[0]
 
 
+#: a manifest authority that says the document adopts its country's model code
+_ADOPTS_MODEL = re.compile(r"\bbased on\b[^)]*\bmodel\b", re.IGNORECASE)
+
+
+def legal_jurisdiction(code: str, authority: str) -> str:
+    """The jurisdiction whose text a document states: its own code, or its country's when
+    its manifest authority says it is based on the model code ("SafeWork NSW (based on Safe
+    Work Australia model code)": the national code, adopted in NSW). A state's own
+    documents keep the state (WorkSafe WA defines a 'construction project' by five
+    persons on site, the model regulations by $250 000)."""
+    return country(code) if code and _ADOPTS_MODEL.search(authority or "") else code
+
+
 @lru_cache(maxsize=4096)
 def _word_pattern(name: str, case_sensitive: bool) -> re.Pattern[str]:
     body = r"\s+".join(re.escape(w) for w in name.split())

@@ -22,7 +22,7 @@ from typing import Any
 
 from sourcepage.query import Query
 from sourcepage.records import Decision, Document
-from sourcepage.retrieval.routing import country
+from sourcepage.retrieval.routing import legal_jurisdiction
 from sourcepage.support.check import check_answer
 from sourcepage.support.features import FEATURE_WORDS
 
@@ -96,13 +96,16 @@ def jurisdictions(docs: Sequence[Document]) -> list[str]:
     return out
 
 
-def spans_jurisdictions(juris: Sequence[str], compares: bool = False) -> bool:
-    """True when pages of the jurisdictions ``juris`` must not carry one answer (study §3.1):
-    they come from more than one country, or from more than one jurisdiction when the
-    question names several to compare them (``Route.compares``). One country's own
-    jurisdictions otherwise may (AU and AU-NSW: a state code that adopts the national model
-    code; routing reads "in Australia" as all of them)."""
-    return len({country(j) for j in juris}) > 1 or (compares and len(set(juris)) > 1)
+def spans_jurisdictions(sources: Sequence[tuple[str, str]], compares: bool = False) -> bool:
+    """True when pages of the documents ``sources`` ((jurisdiction, authority) each) must
+    not carry one answer (study §3.1): they come from several jurisdictions, unless those
+    state one text — a state code that its manifest says is based on the national model
+    code beside the national one (``routing.legal_jurisdiction``); and always when the
+    question names several jurisdictions to compare them (``Route.compares``)."""
+    codes = {j or "unknown" for j, _ in sources}
+    if len(codes) < 2:
+        return False
+    return compares or len({legal_jurisdiction(j or "unknown", a) for j, a in sources}) > 1
 
 
 def _list(phrases: Sequence[str]) -> str:
@@ -142,15 +145,14 @@ def decide(
             f"The top pages come from more than one jurisdiction ({', '.join(juris)}); "
             "requirements may differ and must not be merged."
         )
-        if spans_jurisdictions(juris, compares)
+        if spans_jurisdictions([(d.jurisdiction, d.authority) for d in top_docs], compares)
         else None
     )
-    # one country's jurisdictions (AU and AU-NSW: a state code of practice adopts the national
-    # model code) are not a conflict: the routing reads "in Australia" as all of them; each
-    # quote names its own, and the reasons say so
+    # a state code that adopts the national model code states the national text: no
+    # conflict; each quote names its own jurisdiction, and the reasons say so
     within = (
-        f"The top pages come from {', '.join(juris)}, one country's jurisdictions; each quote "
-        "names its own."
+        f"The top pages come from {', '.join(juris)}: documents that adopt the national model "
+        "code state its text; each quote names its own jurisdiction."
         if len(juris) > 1 and not cross
         else None
     )
