@@ -27,6 +27,7 @@ import numpy as np
 from sourcepage.retrieval.postings import FORMAT as POSTINGS_FORMAT
 from sourcepage.retrieval.postings import SHARD_DOCS, Postings, build_postings, load_postings
 from sourcepage.retrieval.tokenize import tokenize
+from sourcepage.store.files import load_array
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
@@ -199,7 +200,7 @@ def scores(model: Bm25Index, query_tokens: list[str]) -> np.ndarray:
 
 def load(folder: Path, params: Bm25Params) -> Bm25Index:
     non_path = folder / "nonoccurrence.npy"
-    non = np.load(non_path, mmap_mode="r") if non_path.exists() else None
+    non = load_array(non_path, mmap=True) if non_path.exists() else None
     return Bm25Index(load_postings(folder), params, non)
 
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from sourcepage.retrieval import ann
 from sourcepage.retrieval.flight import single_flight
-from sourcepage.store.files import write_json
+from sourcepage.store.files import load_array, write_json
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
@@ -464,7 +464,7 @@ class DenseMethod:
         path, search = folder / ANN_FILE, settings.of(self.kind).search
         if search == "ann" and not path.exists():
             return None
-        vectors = np.load(folder / "embeddings.npy", mmap_mode="r").view(np.ndarray)
+        vectors = load_array(folder / "embeddings.npy", mmap=True)
         return DenseIndex(vectors, path if path.exists() and search != "exact" else None)
 
     def scores(self, method: Method, model: DenseIndex, query: str, settings: IndexSettings) -> np.ndarray:

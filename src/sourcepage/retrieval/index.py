@@ -38,7 +38,7 @@ from sourcepage.records import parse_page_id
 from sourcepage.retrieval.methods import Method, parse_method
 from sourcepage.retrieval.settings import BuildContext, IndexSettings
 from sourcepage.store.db import Store
-from sourcepage.store.files import write_json, write_text
+from sourcepage.store.files import load_array, write_json, write_text
 from sourcepage.store.schema import now
 
 INDEX_FORMAT = 1
@@ -161,7 +161,7 @@ def _load_chunk_table(
     before it was saved."""
     try:
         table = json.loads((folder / "chunk_table.json").read_text())
-        cp, cd = np.load(folder / "chunk_pages.npy"), np.load(folder / "chunk_docs.npy")
+        cp, cd = load_array(folder / "chunk_pages.npy"), load_array(folder / "chunk_docs.npy")
     except FileNotFoundError:
         return _chunk_table(chunk_ids)
     return table["pages"], cp, table["docs"], cd

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sourcepage.retrieval.tokenize import tokenize
+from sourcepage.store.files import load_array
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
@@ -109,9 +110,9 @@ def save(index: LsaIndex, folder: Path) -> None:
 def load(folder: Path, tokenizer: Callable[[str], list[str]]) -> LsaIndex:
     vec = _vectorizer(tokenizer)
     vec.vocabulary_ = json.loads((folder / "lsa_vocab.json").read_text())
-    vec.idf_ = np.load(folder / "lsa_idf.npy")
-    vectors = np.load(folder / "lsa_vectors.npy", mmap_mode="r").view(np.ndarray)  # memory-mapped
-    return LsaIndex(vec, np.load(folder / "lsa_components.npy"), vectors)
+    vec.idf_ = load_array(folder / "lsa_idf.npy")
+    vectors = load_array(folder / "lsa_vectors.npy", mmap=True)  # memory-mapped
+    return LsaIndex(vec, load_array(folder / "lsa_components.npy"), vectors)
 
 
 class LsaMethod:

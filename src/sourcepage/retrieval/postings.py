@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from sourcepage.store.files import load_array
+
 #: documents per shard: ~110 postings a 156-word chunk make a 10^5-document shard ~0.3 GB to build
 SHARD_DOCS = 100_000
 FORMAT = 1
@@ -261,7 +263,7 @@ def load_postings(folder: Path) -> Postings:
 
     def arr(path: Path) -> np.ndarray:
         # a plain ndarray view of the map: slicing a np.memmap costs ~5 µs in __array_finalize__
-        return np.load(path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
+        return load_array(path, mmap=True)
 
     shards = []
     for k, s in enumerate(meta["shards"]):

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from sourcepage.store.db import Store
-from sourcepage.store.files import write_json, write_text
+from sourcepage.store.files import load_array, write_json, write_text
 from sourcepage.store.schema import now
 from sourcepage.text.sentences import quote_units, split_sentences
 
@@ -114,8 +114,8 @@ def load(store: Store, version: str, fingerprint: str | None = None) -> Sentence
         if got is None:
             try:
                 params = json.loads((path / "params.json").read_text())
-                keys = np.load(path / "keys.npy", mmap_mode="r").view(np.ndarray)
-                vectors = np.load(path / "vectors.npy", mmap_mode="r").view(np.ndarray)
+                keys = load_array(path / "keys.npy", mmap=True)
+                vectors = load_array(path / "vectors.npy", mmap=True)
             except (FileNotFoundError, ValueError):
                 return None
             got = _loaded[str(path)] = SentenceVectors(keys, vectors, params)

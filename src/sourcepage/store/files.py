@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,3 +48,21 @@ def write_jsonl(path: str | Path, rows: list[dict[str, Any]]) -> Path:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     return Path(path)
+
+
+#: np.load parses each .npy header with ast.literal_eval, and CPython 3.11 before 3.11.8
+#: shares the AST constructor's recursion-depth counter between threads (gh-106905): two
+#: requests loading indexes at once failed with "SystemError: AST constructor recursion
+#: depth mismatch". The headers are read one at a time; the arrays are memory-mapped, so
+#: the lock is held for microseconds.
+_NPY_LOCK = threading.Lock()
+
+
+def load_array(path: str | Path, mmap: bool = False) -> Any:
+    """``np.load`` of a .npy file (no pickles), memory-mapped read-only when ``mmap``, as a
+    plain ndarray; safe to call from several threads at once."""
+    import numpy as np
+
+    with _NPY_LOCK:
+        a = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    return a.view(np.ndarray) if mmap else a
