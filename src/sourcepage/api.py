@@ -57,8 +57,17 @@ def _prefetch(searcher: Searcher, semantic: str, question: str) -> list[Future[A
     ]
 
 
-_blas = threading.Lock()
-_blas_users: list[Any] = [0, None, None]  # searches inside one_blas_thread; their limit; the controller
+class _BlasLimit:
+    """The one-thread BLAS limit the searches in progress share (``one_blas_thread``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0  # searches inside one_blas_thread
+        self.held: Any = None  # threadpoolctl's limit while users > 0
+        self.controller: Any = None  # the loaded BLAS libraries, found once (0.4 ms)
+
+
+_BLAS = _BlasLimit()
 
 
 @contextmanager
@@ -69,22 +78,23 @@ def one_blas_thread() -> Iterator[None]:
     (182 → 105 ms at p50, measured with OPENBLAS_NUM_THREADS=1) and cost wall time too.
     Counted, so that concurrent searches of the web service share one limit and the
     last one out restores the setting (index builds outside searches keep every thread)."""
-    with _blas:
-        if _blas_users[0] == 0:
-            if _blas_users[2] is None:  # finds the loaded BLAS libraries (0.4 ms): once
+    b = _BLAS
+    with b.lock:
+        if b.users == 0:
+            if b.controller is None:
                 from threadpoolctl import ThreadpoolController
 
-                _blas_users[2] = ThreadpoolController().select(user_api="blas")
-            _blas_users[1] = _blas_users[2].limit(limits=1)
-        _blas_users[0] += 1
+                b.controller = ThreadpoolController().select(user_api="blas")
+            b.held = b.controller.limit(limits=1)
+        b.users += 1
     try:
         yield
     finally:
-        with _blas:
-            _blas_users[0] -= 1
-            if _blas_users[0] == 0 and _blas_users[1] is not None:
-                _blas_users[1].restore_original_limits()
-                _blas_users[1] = None
+        with b.lock:
+            b.users -= 1
+            if b.users == 0:
+                b.held.restore_original_limits()
+                b.held = None
 
 
 class SearchService:

@@ -187,12 +187,12 @@ class Router:
                 add(" ".join(run.group(0).split()), False, [d.jurisdiction])
         # a name claimed by several jurisdictions that are not one country and its parts
         # says nothing about where: dropped
-        self.names = {k: tuple(sorted(v)) for k, v in names.items() if len({c.split("-")[0] for c in v}) == 1}
+        self.names = {k: tuple(sorted(v)) for k, v in names.items() if len({country(c) for c in v}) == 1}
         self._patterns = sorted(
             ((_word_pattern(n, cs), n, v) for (n, cs), v in self.names.items()),
             key=lambda t: -len(t[1]),  # longest names first: "Safe Work Australia" before "Australia"
         )
-        covered = {_ISO_EXCEPTIONS.get(c.split("-")[0], c.split("-")[0]) for c in codes}
+        covered = {_ISO_EXCEPTIONS.get(country(c), country(c)) for c in codes}
         # the names of the countries no document is from (about 400): each pattern is compiled
         # the first time a question holds all its words (compiling them all up front cost a
         # one-shot search 0.9 s)

@@ -218,10 +218,12 @@ def sentence_cosines(
     return vecs.astype(np.float64) @ question_vector(model, question)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=4)
 def question_vector(model: str, question: str) -> np.ndarray:
-    """The question's vector under ``model`` (the policy's features and the quote selector
-    ask for it in the same search: encoded once)."""
+    """The question's vector under ``model`` (the prefetch, the policy's features and the
+    quote selector ask for it in the same search: encoded once). Small, as the encoders'
+    own caches (``dense.QUERY_CACHE``): with 64 entries a load run cycling through osha6's
+    32 dev questions met every e5 vector in the cache after its first pass."""
     from sourcepage.retrieval.dense import MODELS
 
     return MODELS[model].query(question).astype(np.float64)
