@@ -34,7 +34,7 @@ from sourcepage.support.features import (
     warm_sentence_model,
 )
 from sourcepage.support.policy import load_policy, policy_stamp, store_policy
-from sourcepage.support.select import quote_model
+from sourcepage.support.select import candidates, quote_model
 
 #: how many top pages the decision and the jurisdiction notice look at
 DECISION_DEPTH = 5
@@ -183,6 +183,10 @@ class SearchService:
             t2 = time.perf_counter()
             pages = self.pages(query, ranked[m.name], k)
             top = pages[:DECISION_DEPTH]
+            texts, cands = None, None
+            if answer and pages:  # the quote candidates, made while the e5 vector is encoded
+                texts = s.store.raw_pages([p.page for p in pages[:3]])
+                cands = candidates(query, pages, texts)
             cal = None
             if pol is not None and pages:
                 for name in (pol.sparse, pol.semantic):
@@ -197,9 +201,10 @@ class SearchService:
             decision = self._decide(m.name, top, cal[0] if cal else None, route, unusable)
             ans = None
             if answer or decision.decision == "answer":  # an answer is only given once its quotes are checked
-                texts = s.store.raw_pages([p.page for p in pages[:3]])
+                if texts is None:
+                    texts = s.store.raw_pages([p.page for p in pages[:3]])
                 cos = self.cosines(query)
-                ans = extract_answer(query, pages, decision.decision, texts=texts, cosines=cos)
+                ans = extract_answer(query, pages, decision.decision, texts=texts, cosines=cos, cands=cands)
                 ans, decision = gate(query, ans, decision)
             decide_ms = (time.perf_counter() - t2) * 1000
             out: dict[str, Any] = {

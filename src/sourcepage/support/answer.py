@@ -192,6 +192,7 @@ def extract_answer(
     texts: Mapping[str, tuple[str, bool]] | None = None,
     cosines: Callable[[Sequence[str]], Mapping[str, np.ndarray]] | None = None,
     model: QuoteModel | None | bool = True,
+    cands: Sequence[Candidate] | None = None,
 ) -> dict[str, Any]:
     """Quote up to ``max_quotes`` units of the first three results.
 
@@ -201,7 +202,8 @@ def extract_answer(
     units are made from the raw text, else from the result's passage); ``cosines``: the
     units' cosines with the question (``support.select.featurise``); ``model``: the
     selector (True: the shipped one; None — or no ``cosines`` — the rule of before,
-    ``support.select.score``). A unit of an interleaved
+    ``support.select.score``); ``cands``: ``candidates(query, results, texts)`` made
+    beforehand (the search makes them while the question's e5 vector is encoded). A unit of an interleaved
     page may run two columns' text together: it is quoted (``layout_risk``) but does not
     count as an answer. Returns ``{"status", "asked", "fact_found", "quotes": [{"text",
     "sentences", "spans", "page", "chunk_id", "citation", "score", "answers", "layout_risk"}],
@@ -222,7 +224,7 @@ def extract_answer(
         }
     # the model reads the cosines: without them, the rule
     mdl = (quote_model() if model is True else (model or None)) if cosines is not None else None
-    cands = candidates(q, results, texts)
+    cands = list(cands) if cands is not None else candidates(q, results, texts)
     # sentences are encoded only when the model reads their cosines (seconds when uncached)
     embedded = mdl is not None and any(f in mdl.features for f in EMBEDDING_FEATURES)
     featurise(q, cands, cosines if embedded else None)
