@@ -34,7 +34,7 @@ from sourcepage.support.features import (
     warm_sentence_model,
 )
 from sourcepage.support.policy import load_policy, policy_stamp, store_policy
-from sourcepage.support.select import candidates, quote_model
+from sourcepage.support.select import candidates, prepare, quote_model
 
 #: how many top pages the decision and the jurisdiction notice look at
 DECISION_DEPTH = 5
@@ -187,6 +187,7 @@ class SearchService:
             if answer and pages:  # the quote candidates, made while the e5 vector is encoded
                 texts = s.store.raw_pages([p.page for p in pages[:3]])
                 cands = candidates(query, pages, texts)
+                prepare(query, cands)
             cal = None
             if pol is not None and pages:
                 for name in (pol.sparse, pol.semantic):

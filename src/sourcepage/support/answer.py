@@ -40,6 +40,7 @@ from sourcepage.support.select import (
     RULE_THRESHOLD,
     Candidate,
     QuoteModel,
+    add_cosines,
     candidates,
     featurise,
     other_party,
@@ -202,8 +203,9 @@ def extract_answer(
     units are made from the raw text, else from the result's passage); ``cosines``: the
     units' cosines with the question (``support.select.featurise``); ``model``: the
     selector (True: the shipped one; None — or no ``cosines`` — the rule of before,
-    ``support.select.score``); ``cands``: ``candidates(query, results, texts)`` made
-    beforehand (the search makes them while the question's e5 vector is encoded). A unit of an interleaved
+    ``support.select.score``); ``cands``: ``candidates(query, results, texts)`` made and
+    ``select.prepare``d beforehand (the search does it while the question's e5 vector is
+    encoded). A unit of an interleaved
     page may run two columns' text together: it is quoted (``layout_risk``) but does not
     count as an answer. Returns ``{"status", "asked", "fact_found", "quotes": [{"text",
     "sentences", "spans", "page", "chunk_id", "citation", "score", "answers", "layout_risk"}],
@@ -224,10 +226,13 @@ def extract_answer(
         }
     # the model reads the cosines: without them, the rule
     mdl = (quote_model() if model is True else (model or None)) if cosines is not None else None
-    cands = list(cands) if cands is not None else candidates(q, results, texts)
     # sentences are encoded only when the model reads their cosines (seconds when uncached)
     embedded = mdl is not None and any(f in mdl.features for f in EMBEDDING_FEATURES)
-    featurise(q, cands, cosines if embedded else None)
+    if cands is None:
+        cands = candidates(q, results, texts)
+        featurise(q, cands, cosines if embedded else None)
+    else:
+        add_cosines(cands, cosines if embedded else None)
     score(cands, mdl)
     threshold = mdl.t_quote if mdl is not None else RULE_THRESHOLD
     chosen = choose(cands, max_quotes)

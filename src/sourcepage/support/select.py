@@ -92,8 +92,6 @@ _EXCEPTION_S = re.compile(
 )
 
 
-
-
 @lru_cache(maxsize=16384)  # units and headings of the pages a search quotes recur across searches
 def _stems(text: str) -> frozenset[str]:
     return frozenset(stem_terms(content_terms(text)).values())
@@ -169,17 +167,23 @@ def featurise(
 ) -> None:
     """Set every candidate's ``features`` (see ``FEATURE_WORDS``). ``cosines`` maps the
     candidates' texts to {"e5": …, "minilm": …} arrays of cosines with the question
-    (``support.features.sentence_cosines``); without it both are 0."""
+    (``support.features.sentence_cosines``); without it both are 0. In two steps, so that
+    a search does the first while the question's vector is still being encoded."""
+    prepare(query, cands)
+    add_cosines(cands, cosines)
+
+
+#: the features ``add_cosines`` sets (``prepare`` holds their places with 0)
+COSINE_FEATURES = ("e5", "e5_gap", "minilm", "minilm_gap", "neighbour")
+
+
+def prepare(query: Query, cands: Sequence[Candidate]) -> None:
+    """Every feature but the cosines (``COSINE_FEATURES``, 0 until ``add_cosines``)."""
     if not cands:
         return
     w = query.stems
     total = sum(w.values()) or 1.0
     lexical = [sum(v for s, v in w.items() if s in c.stems) / total for c in cands]
-    # only the lexically closest units are embedded (encoding every unit of three pages
-    # costs seconds on a loaded CPU); the others take the least cosine of those embedded
-    keep = sorted(range(len(cands)), key=lambda i: (-lexical[i], i))[:EMBEDDED]
-    sims = dict(cosines([cands[i].text for i in keep])) if cosines else {}
-    e5, ml = (_spread(sims.get(k), keep, len(cands)) for k in ("e5", "minilm"))
     ceiling = total * (K1 + 1)
     q_roles = set(roles_in(query.text))
     exc_q = float(bool(_EXCEPTION_Q.search(query.text)))
@@ -197,12 +201,11 @@ def featurise(
             for s, v in w.items()
             if s in tf
         )
-        nb = [e5[j] for j in (i - 1, i + 1) if 0 <= j < len(cands) and cands[j].page is c.page]
         c.features = {
-            "e5": float(e5[i]),
-            "e5_gap": float(e5[i] - e5.max()),
-            "minilm": float(ml[i]),
-            "minilm_gap": float(ml[i] - ml.max()),
+            "e5": 0.0,
+            "e5_gap": 0.0,
+            "minilm": 0.0,
+            "minilm_gap": 0.0,
             "bm25": bm / ceiling if ceiling else 0.0,
             "share": lexical[i],
             "heading": sum(v for s, v in w.items() if s in head and s not in c.stems) / total,
@@ -215,13 +218,35 @@ def featurise(
             **role_features(roles_in(c.text), q_roles),
             "exception_q": exc_q,
             "exception_s": float(bool(_EXCEPTION_S.search(c.text))),
-            "neighbour": float(max(nb)) if nb else 0.0,
+            "neighbour": 0.0,
             "page_rank": 1.0 / (c.order + 1),
             "position": c.position / max(1, per_page[c.page.page] - 1),
             "is_list": float(c.unit.kind in ("list", "item")),
             "length": math.log(len(c.text)),
             "numbers": float(states(c.text, "number")),
         }
+
+
+def add_cosines(
+    cands: Sequence[Candidate], cosines: Callable[[Sequence[str]], Mapping[str, np.ndarray]] | None
+) -> None:
+    """The cosine features of ``prepare``d candidates. Only the lexically closest units
+    are embedded (encoding every unit of three pages costs seconds on a loaded CPU); the
+    others take the least cosine of those embedded."""
+    if not cands:
+        return
+    keep = sorted(range(len(cands)), key=lambda i: (-cands[i].features["share"], i))[:EMBEDDED]
+    sims = dict(cosines([cands[i].text for i in keep])) if cosines else {}
+    e5, ml = (_spread(sims.get(k), keep, len(cands)) for k in ("e5", "minilm"))
+    for i, c in enumerate(cands):
+        nb = [e5[j] for j in (i - 1, i + 1) if 0 <= j < len(cands) and cands[j].page is c.page]
+        c.features.update(
+            e5=float(e5[i]),
+            e5_gap=float(e5[i] - e5.max()),
+            minilm=float(ml[i]),
+            minilm_gap=float(ml[i] - ml.max()),
+            neighbour=float(max(nb)) if nb else 0.0,
+        )
 
 
 def _spread(values: Any, keep: Sequence[int], n: int) -> np.ndarray:
