@@ -344,7 +344,8 @@ def embed_passages(
     batch: int = 32,
 ) -> np.ndarray:
     """Embed ``texts``; vectors found in the cache (by text SHA-256) are reused and new
-    ones written back batch by batch, so an interrupted build loses little work."""
+    ones written back in groups of ``batch`` (the encoder's call; how it runs them is its
+    own: ONNX MiniLM one text at a time), so an interrupted build loses little work."""
     shas = [text_sha(t) for t in texts]
     have = cache_get(cache_key(encoder), sorted(set(shas))) if cache_get else {}
     todo = by_length({s: t for s, t in zip(shas, texts, strict=True) if s not in have})

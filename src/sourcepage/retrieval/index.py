@@ -280,7 +280,7 @@ def build_indexes(
     return [Path(p) for p in ex.map(_build_job, jobs)]
 
 
-#: chunk texts per embedding job (16 of dense's batches of 32)
+#: chunk texts per embedding job (16 of dense's groups of 32)
 EMBED_JOB_TEXTS = 512
 
 
@@ -295,10 +295,10 @@ def embed_through(
     (a dense method; any other is left alone) through ``executor``, in jobs of
     ``EMBED_JOB_TEXTS`` texts, writing each round's vectors (a few jobs per worker) into
     the cache: an interrupted run loses one round. Version by version, the texts are cut
-    into the same batches of 32 (by length) as ``dense.embed_passages`` in one process (a model's
-    vectors differ in the last bit with the batch a text is in), so the vectors are
-    identical. Like that build, it holds a version's texts in memory. Returns the number
-    of texts embedded."""
+    into the same groups of 32 (by length) as ``dense.embed_passages`` in one process (torch's
+    vectors differ in the last bit with the batch a text is in; ONNX runs MiniLM one text
+    at a time), so the vectors are identical. Like that build, it holds a version's texts
+    in memory. Returns the number of texts embedded."""
     encoder = getattr(method.spec, "encoder", None)
     if encoder is None:
         return 0
@@ -326,7 +326,7 @@ def embed_through(
 
 
 def _embed_job(job: tuple[str, list[str]]) -> Any:
-    """Vectors of ``texts`` by the dense model named (in dense's batches of 32), on one
+    """Vectors of ``texts`` by the dense model named (in dense's groups of 32), on one
     thread: the pool's processes share the cores."""
     from threadpoolctl import threadpool_limits
 

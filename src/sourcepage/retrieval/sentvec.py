@@ -255,7 +255,8 @@ def encode(
 
 
 def _encode_job(job: tuple[str, list[str], bool]) -> np.ndarray:
-    """Vectors of a job's texts, in batches of 32; in a pool worker on one thread."""
+    """Vectors of a job's texts, in calls of 32 (the encoder runs them in its own batches);
+    in a pool worker on one thread."""
     from threadpoolctl import threadpool_limits
 
     from sourcepage.retrieval.dense import MODELS, use_threads
