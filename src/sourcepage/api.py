@@ -188,15 +188,7 @@ class SearchService:
                 texts = s.store.raw_pages([p.page for p in pages[:3]])
                 cands = candidates(query, pages, texts)
                 prepare(query, cands)
-            cal = None
-            if pol is not None and pages:
-                for name in (pol.sparse, pol.semantic):
-                    if name not in ranked:  # each method is ranked once per question
-                        ranked[name] = s.ranked(parse_method(name), question, FEATURE_DEPTH, f)
-                a, b = (ranked[n][:FEATURE_DEPTH] for n in (pol.sparse, pol.semantic))
-                for pending in early:
-                    pending.exception()  # waits; an error is raised again where the vector is read
-                cal = self.calibration(query, a, b)
+            cal = self._calibrate(query, ranked, f, early) if pol is not None and pages else None
             route = query.route
             assert route is not None  # Query.of routes
             decision = self._decide(m.name, top, cal[0] if cal else None, route, unusable)
@@ -235,6 +227,20 @@ class SearchService:
                     log_answer(self.path, question, m.name, decision.decision, ans)
                 out["answer"] = ans
             return out
+
+    def _calibrate(
+        self, query: Query, ranked: dict[str, list[Hit]], f: Filters, early: list[Any]
+    ) -> tuple[Calibration, dict[str, float]] | None:
+        """The policy's calibration of one question: its two methods ranked (each once per
+        question; ``ranked`` gains the missing one) once the early e5 vector is ready."""
+        s, pol = self.searcher, self.policy
+        for name in (pol.sparse, pol.semantic):
+            if name not in ranked:
+                ranked[name] = s.ranked(parse_method(name), query.text, FEATURE_DEPTH, f)
+        a, b = (ranked[n][:FEATURE_DEPTH] for n in (pol.sparse, pol.semantic))
+        for pending in early:
+            pending.exception()  # waits; an error is raised again where the vector is read
+        return self.calibration(query, a, b)
 
     def _decide(
         self, method: str, top: list[PageHit], cal: Calibration | None, route: Route, unusable: str
