@@ -182,8 +182,12 @@ def test_a_state_code_adopting_the_model_code_is_no_conflict_unless_compared() -
     both to compare them (study §3.1)."""
     au = _doc("a", "AU")
     nsw = Document.from_dict(
-        {"doc_id": "b", "jurisdiction": "AU-NSW", "title": "b",
-         "authority": "SafeWork NSW (based on Safe Work Australia model code)"}
+        {
+            "doc_id": "b",
+            "jurisdiction": "AU-NSW",
+            "title": "b",
+            "authority": "SafeWork NSW (based on Safe Work Australia model code)",
+        }
     )
     wa = Document.from_dict(
         {"doc_id": "c", "jurisdiction": "AU-WA", "title": "c", "authority": "WorkSafe WA"}
@@ -208,6 +212,24 @@ def test_drivers_name_features_in_words() -> None:
     assert pro == ("meaning similarity of the best semantic passage to the question: 0.70",)
     assert con[0].startswith("mean meaning similarity of the three closest sentences: 0.80 (answerable")
     assert "asks for a value" in con[1] and len(con) == 2  # coverage's tiny push is not named
+
+
+def test_drivers_leave_a_push_against_the_features_own_side_unnamed() -> None:
+    # the shipped model weighs sent_share negatively beside bm25_share (a suppressor): a
+    # value of 1.00, above the answerable mean, must not be read out as a reason against
+    ref = {
+        "sent_coverage": {"answerable": 0.39, "negative": 0.29},
+        "sent_top3": {"answerable": 0.88, "negative": 0.84},
+        "sparse_share": {"answerable": 0.22, "negative": 0.14},
+    }
+    values = {"sent_coverage": 1.0, "sent_top3": 0.80, "sparse_share": 0.10}
+    contrib = {"sent_coverage": -0.9, "sent_top3": -0.5, "sparse_share": 0.6}
+    pro, con = drivers(contrib, values, ref)
+    assert len(con) == 1 and con[0].startswith("mean meaning similarity of the three closest sentences")
+    assert pro == ()  # sparse_share pushed up, but its 0.10 lies on the negatives' side
+    values["sparse_share"] = 0.5
+    pro, _ = drivers(contrib, values, ref)
+    assert len(pro) == 1 and pro[0].startswith("share of the question's keyword weight")
 
 
 def test_classifier_is_plain_logistic() -> None:

@@ -76,14 +76,35 @@ def drivers(
     n: int = 2,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The (at most ``n``) features that pushed the log-odds most towards answering and
-    towards refusing — by at least ``MIN_DRIVER`` — each as a phrase (``feature_phrase``)."""
+    towards refusing — by at least ``MIN_DRIVER`` — each as a phrase (``feature_phrase``).
+
+    A feature with development means (``reference``) is named only on the side its value
+    lies: "for" when it is nearer the answerable questions' mean than the negatives', "against"
+    when nearer the negatives'. Correlated features give the logistic model suppressor
+    weights (given the passage share, a high sentence word share lowers the log-odds), and
+    "Against: share of the question's words found in its three closest sentences: 1.00
+    (answerable development questions average 0.39 …)" reads as nonsense to a person; such a
+    push is left unnamed (the probability still counts it)."""
     order = sorted(contributions, key=lambda f: (contributions[f], f))
-    against = [f for f in order if contributions[f] <= -MIN_DRIVER][:n]
-    for_ = [f for f in reversed(order) if contributions[f] >= MIN_DRIVER][:n]
+    against = [f for f in order if contributions[f] <= -MIN_DRIVER and _side(f, values, reference) <= 0][:n]
+    for_ = [
+        f for f in reversed(order) if contributions[f] >= MIN_DRIVER and _side(f, values, reference) >= 0
+    ][:n]
     return (
         tuple(feature_phrase(f, values[f], reference.get(f)) for f in for_),
         tuple(feature_phrase(f, values[f], reference.get(f)) for f in against),
     )
+
+
+def _side(name: str, values: Mapping[str, float], reference: Mapping[str, Mapping[str, float]]) -> int:
+    """+1 when ``name``'s value is nearer its answerable development mean than its negative
+    one, −1 when nearer the negative one, 0 without means (or on the midpoint)."""
+    ref = reference.get(name)
+    if not ref or name not in values:
+        return 0
+    a, neg = ref["answerable"], ref["negative"]
+    v = values[name]
+    return (abs(v - neg) > abs(v - a)) - (abs(v - a) > abs(v - neg))
 
 
 def jurisdictions(docs: Sequence[Document]) -> list[str]:
