@@ -319,3 +319,26 @@ def test_search_table_keeps_the_title_beside_a_long_authority() -> None:
         assert max(len(line) for line in text.splitlines()) <= width
         assert "National Code" in text and "phase=structure" in text
         assert ("Australian Safety" in text) == (width == 160)
+
+
+def test_piped_quotes_hold_only_the_chosen_sentences() -> None:
+    from sourcepage.cli._common import out
+    from sourcepage.cli.retrieval import _print_quotes, chosen
+
+    text = "Context before. The chosen one says it. More context. A second chosen one."
+    a = text.index("The chosen")
+    b = text.index(" More")
+    c = text.index("A second")
+    assert chosen(text, [(a, b)]) == "… The chosen one says it. …"
+    assert chosen(text, [(c, len(text)), (a, b)]) == "… The chosen one says it. … A second chosen one."
+    assert chosen(text, [(0, len(text))]) == text
+    res = {
+        "answer": {
+            "status": "answer",
+            "quotes": [{"text": text, "citation": "[doc p. 3]", "spans": [[a, b]]}],
+        }
+    }
+    with out.capture() as cap:  # pytest's stdout is no terminal: as in a pipe
+        _print_quotes(res)
+    printed = cap.get()
+    assert "\u201c… The chosen one says it. …\u201d [doc p. 3]" in printed and "Context before" not in printed
