@@ -321,7 +321,7 @@ def test_search_table_keeps_the_title_beside_a_long_authority() -> None:
         assert ("Australian Safety" in text) == (width == 160)
 
 
-def test_piped_quotes_hold_only_the_chosen_sentences() -> None:
+def test_piped_quotes_hold_only_the_chosen_sentences(monkeypatch: pytest.MonkeyPatch) -> None:
     from sourcepage.cli._common import out
     from sourcepage.cli.retrieval import _print_quotes, chosen
 
@@ -338,7 +338,8 @@ def test_piped_quotes_hold_only_the_chosen_sentences() -> None:
             "quotes": [{"text": text, "citation": "[doc p. 3]", "spans": [[a, b]]}],
         }
     }
-    with out.capture() as cap:  # pytest's stdout is no terminal: as in a pipe
+    monkeypatch.setattr(out, "no_color", True)  # as in a pipe, also when pytest runs on a terminal
+    with out.capture() as cap:
         _print_quotes(res)
     printed = cap.get()
     assert "\u201c… The chosen one says it. …\u201d [doc p. 3]" in printed and "Context before" not in printed

@@ -215,7 +215,7 @@ def test_drivers_name_features_in_words() -> None:
 
 
 def test_drivers_leave_a_push_against_the_features_own_side_unnamed() -> None:
-    # the shipped model weighs sent_share negatively beside bm25_share (a suppressor): a
+    # the shipped model weighs sent_coverage negatively beside sparse_share (a suppressor): a
     # value of 1.00, above the answerable mean, must not be read out as a reason against
     ref = {
         "sent_coverage": {"answerable": 0.39, "negative": 0.29},

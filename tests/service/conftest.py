@@ -33,7 +33,7 @@ def fresh_store(fresh_store: Path, built_indexes: Path) -> Path:
 
 
 #: seconds after which a browser test's Chromium and Playwright driver are killed: each takes
-#: at most 6 s alone (2026-12-04), and a hang at 180 s took a CI run from 6.4 to 9.6 minutes
+#: at most 7 s alone (2026-12-04), and a hang at 180 s took a CI run from 6.4 to 9.6 minutes
 BROWSER_WATCHDOG = 60
 
 
