@@ -48,6 +48,81 @@ def test_route_names_from_the_manifest(question: str, expect: tuple[str, ...], q
         assert r.query == query
 
 
+CODED = [
+    _doc(
+        "uk-hse-hsg150-construction",
+        "UK",
+        "UK Health and Safety Executive (HSE)",
+        "Health and safety in construction, HSG150 (3rd edition 2006; published by HSE 08/11)",
+    ),
+    _doc(
+        "uk-hse-l153-cdm2015",
+        "UK",
+        "UK Health and Safety Executive (HSE)",
+        "Managing health and safety in construction. Construction (Design and Management) Regulations 2015",
+    ),
+    _doc(
+        "osha3146-fall-protection-construction",
+        "US",
+        "US OSHA (Department of Labor)",
+        "Fall Protection in Construction, OSHA 3146-05R 2015",
+    ),
+    _doc(
+        "osha-factsheet",
+        "US",
+        "US OSHA (Department of Labor)",
+        "OSHA Fact Sheet: Lockout/Tagout (29 CFR 1910.147)",
+    ),
+    _doc(
+        "eu-reg-2023-1230-machinery",
+        "EU",
+        "European Union",
+        "Regulation (EU) 2023/1230 of 14 June 2023 on machinery (OJ L 165, 29.6.2023, p. 1-102)",
+    ),
+    _doc("swa-guide", "AU", "Safe Work Australia", "Guide to scaffolds (ISBN 978-1-74361-000-0)"),
+]
+
+
+def test_publication_codes_come_from_titles_and_ids_not_citations_dates_or_numbers() -> None:
+    from sourcepage.retrieval.routing import publication_codes
+
+    got = {d.doc_id: publication_codes(d) for d in CODED}
+    assert got == {
+        "uk-hse-hsg150-construction": [("HSG", "150")],
+        "uk-hse-l153-cdm2015": [("CDM", "2015"), ("L", "153")],
+        "osha3146-fall-protection-construction": [("OSHA", "3146")],
+        "osha-factsheet": [],  # "29 CFR 1910.147" is a citation, "HSE 08/11" a date
+        "eu-reg-2023-1230-machinery": [],  # "OJ L 165" is a journal page
+        "swa-guide": [],  # "ISBN 978-…" a number
+    }
+
+
+@pytest.mark.parametrize(
+    ("question", "expect", "query"),
+    [
+        # a named document establishes the jurisdiction (study §3.1); the code stays in the
+        # query, since it names the document's topic too ("CDM 2015" is what L153 is about)
+        ("What does HSG150 say about ladders?", ("UK",), "What does HSG150 say about ladders?"),
+        ("According to hsg 150, how are ladders tied?", ("UK",), None),
+        ("Under CDM 2015, who draws up the plan?", ("UK",), "Under CDM 2015, who draws up the plan?"),
+        ("What does 29 CFR 1910.147 require?", (), "What does 29 CFR 1910.147 require?"),
+        ("Does BRE 470 give a platform design?", (), None),
+    ],
+)
+def test_a_question_naming_a_publication_code_is_routed_to_its_document(
+    question: str, expect: tuple[str, ...], query: str | None
+) -> None:
+    r = Router(CODED).route(question)
+    assert r.jurisdictions == expect and not r.compares
+    if query is not None:
+        assert r.query == query
+
+
+def test_naming_a_code_and_another_jurisdiction_compares_them() -> None:
+    r = Router(CODED).route("Compare the clearance HSG150 requires with OSHA's rule for power lines.")
+    assert r.jurisdictions == ("UK", "US") and r.compares
+
+
 def test_uncovered_country_is_reported_not_routed() -> None:
     r = Router(DOCS).route("What does the law in Canada say about confined spaces?")
     assert r.jurisdictions == () and r.uncovered == ("Canada",)
@@ -88,7 +163,7 @@ def test_search_reports_routing_and_refuses_an_uncovered_jurisdiction(safety_sto
 
 
 def test_the_fields_abbreviations_in_an_authoritys_remarks_are_not_names() -> None:
-    """"WHS" in "(… s274 WHS Act 2011 …)" names no jurisdiction: every Australian state has a
+    """ "WHS" in "(… s274 WHS Act 2011 …)" names no jurisdiction: every Australian state has a
     WHS Act. It once routed "What must a WHS management plan contain?" to the national
     documents only."""
     docs = [

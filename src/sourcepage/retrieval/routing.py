@@ -10,7 +10,9 @@ The names come from the corpus, not from a hand-written list of jurisdictions:
   with an optional suffix ("Australian", "Zealand's");
 * each document's authority (its first run of capitalised words, parenthetical remarks
   dropped: "SafeWork NSW", "Safe Work Australia") and the acronyms of the authority
-  ("OSHA", "HSE").
+  ("OSHA", "HSE");
+* each document's publication code, in its title or its id ("HSG150", "L153", "OSHA 3120",
+  "cdm2015"), matched with or without the space ("According to HSG150, …" names the UK).
 
 A country-level name (a country name or a bare country code) also admits the country's
 sub-jurisdictions present in the corpus ("in Australia" → AU and AU-NSW); an authority or a
@@ -40,6 +42,13 @@ if TYPE_CHECKING:
 # European Union, which has no ISO country entry
 _ISO_EXCEPTIONS = {"UK": "GB"}
 _ACRONYM = re.compile(r"\b[A-Z]{2,6}\b")
+#: a publication code in a title: capitals then digits ("HSG150", "L74", "OSHA 3120"); a
+#: space only after two capitals or more ("OJ L 165" is a journal page), and never part of
+#: a citation, a date or a number ("29 CFR 1910.147", "HSE 08/11", "DOC19/1307289", "ISBN
+#: 978-0-…"; the id gives "OSHA 3146-05R" its code)
+_TITLE_CODE = re.compile(r"(?<![\w/.-])(?:([A-Z]{2,5}) ?|([A-Z]))(\d{2,4})(?![\w/.]|-\d)")
+#: a publication code as a word of a document id ("uk-hse-hsg150-construction", "cdm2015")
+_ID_CODE = re.compile(r"(?<![a-z0-9])([a-z]{1,5})(\d{2,4})(?![a-z0-9])")
 # words of an authority that name what it is, not where: not aliases on their own
 _GENERIC = {
     # the field's own abbreviations, in authorities' remarks ("s274 WHS Act 2011") but
@@ -153,6 +162,16 @@ def _iso_names(code: str) -> tuple[list[str], bool]:
     return [n for n in {c.name, getattr(c, "common_name", "")} if n], True
 
 
+def publication_codes(doc: Document) -> list[tuple[str, str]]:
+    """(letters, digits) of the publication codes a document is known by: those in its
+    title ("Health and safety in construction, HSG150 (3rd edition …)") and the words of
+    its id of that shape ("uk-hse-l153-cdm2015"). A year alone ("Regulations 2015") is no
+    code: the letters are capitals in a title, a word of their own in an id."""
+    found = {(a or b, n) for a, b, n in _TITLE_CODE.findall(doc.title or "")}
+    found |= {(a.upper(), n) for a, n in _ID_CODE.findall(doc.doc_id or "")}
+    return sorted(found)
+
+
 class Router:
     """Recognises the jurisdictions named in a question, from a corpus's documents."""
 
@@ -162,6 +181,9 @@ class Router:
         self.codes = tuple(codes)
         children = {c: [k for k in codes if k.startswith(c + "-")] for c in codes}
         names: dict[tuple[str, bool], set[str]] = {}  # (name, case-sensitive) → codes
+        #: publication codes stay in the routed query: a code names its own document's
+        #: topic ("CDM 2015" is what L153's pages are about), not only where it is from
+        self.codes_kept: set[str] = set()
 
         def add(name: str, cs: bool, targets: Iterable[str]) -> None:
             name = name.strip()
@@ -185,6 +207,10 @@ class Router:
             run = re.search(r"[A-Z][\w’'-]*(?:\s+[A-Z][\w’'-]*)+", authority)  # "Safe Work Australia"
             if run:
                 add(" ".join(run.group(0).split()), False, [d.jurisdiction])
+            for letters, digits in publication_codes(d):  # "HSG150" and "HSG 150"
+                for code in (letters + digits, f"{letters} {digits}"):
+                    add(code, False, [d.jurisdiction])
+                    self.codes_kept.add(code)
         # a name claimed by several jurisdictions that are not one country and its parts
         # says nothing about where: dropped
         self.names = {k: tuple(sorted(v)) for k, v in names.items() if len({country(c) for c in v}) == 1}
@@ -214,7 +240,8 @@ class Router:
                 matched.append(name)
                 found.update(targets)
                 named.add(frozenset(targets))
-                text = pat.sub(" ", text)
+                if name not in self.codes_kept:
+                    text = pat.sub(" ", text)
         low = text.lower()
         uncovered = sorted(
             {
