@@ -277,6 +277,31 @@ def nested(
     }
 
 
+def ceilings(rows: list[dict[str, Any]], probs: list[np.ndarray]) -> dict[str, dict[str, float]]:
+    """Per question set, the answer recall no gate can exceed: the share of answerable
+    questions that no rule sends to review (``blocked``: the study's jurisdiction rules,
+    rankings in complete disagreement) and whose quotes hold a stating excerpt (with the
+    selector's ``probs``), or whose candidates hold one (a perfect selector)."""
+    out: dict[str, dict[str, float]] = {}
+    for path in sorted({r["set"] for r in rows}):
+        pairs = [
+            (r, p)
+            for r, p in zip(rows, probs, strict=True)
+            if r["set"] == path and r["class"] == "answerable"
+        ]
+        n = len(pairs) or 1
+        free = [(r, p) for r, p in pairs if not r["blocked"]]
+        out[path] = {
+            "answerable": len(pairs),
+            "blocked": len(pairs) - len(free),
+            "with_these_quotes": round(sum(holds(r, quotes_of(r, p)[1]) for r, p in free) / n, 3),
+            "with_a_perfect_selector": round(
+                sum(any(c["label"] for c in r["cands"]) for r, _ in free) / n, 3
+            ),
+        }
+    return out
+
+
 def evaluate(rows: list[dict[str, Any]]) -> None:
     """The shipped model and thresholds on collected rows (a test split, once): answer
     rate, precision, recall, negatives answered, and refusals (P(supported) under the
@@ -402,6 +427,7 @@ def main() -> None:
     t_s, t_q, o = gates[chosen]
     print(f"chosen: {chosen}; t_support {t_s}, t_quote {t_q}: {o}")
     print(f"nested (thresholds fitted on 4/5, scored on 1/5, 3 seeds): {nested(rows, oof[chosen])}")
+    print(f"answer recall ceilings (out-of-fold quotes): {ceilings(rows, oof[chosen])}")
     base = fit_thresholds(rows, rule)
     print(f"today's rule with fitted thresholds: t_support {base[0]}, t_quote {base[1]}: {base[2]}")
     names, c_reg = variants[chosen]
