@@ -49,6 +49,8 @@ def measure(store: Path, questions: Path, method: str | None) -> dict:
         points = [int(point_covered(p, quotes)) for p in q.answer_points] if answerable else []
         matches = quote_matches(texts, q) if answerable and q.excerpts else []
         best = max((x["score"] for x in r.get("answer", {}).get("quotes", [])), default=0.0)
+        sides = r["routing"].get("groups", []) if r["routing"]["compares"] else []
+        quoted = {x.get("jurisdiction") for x in r.get("answer", {}).get("quotes", [])}
         rows.append(
             {
                 "id": q.id,
@@ -63,6 +65,9 @@ def measure(store: Path, questions: Path, method: str | None) -> dict:
                 "quotes": texts,
                 "decide_ms": r["timings_ms"]["decide"],
                 "reasons": r["reasons"],
+                "type": q.type,
+                # a question comparing jurisdictions: the share of its sides some quote is from
+                "sides_quoted": sum(bool(quoted & set(g)) for g in sides) / len(sides) if sides else None,
                 **question_fields(q),
             }
         )
@@ -91,8 +96,24 @@ def measure(store: Path, questions: Path, method: str | None) -> dict:
             r["id"] for r in rows if r["class"] == "answerable" and r["decision"] == "refuse"
         ],
         "answers": answer_metrics(rows),
+        "comparisons": compared(rows),
         "decide_ms_median": float(sorted(r["decide_ms"] for r in rows)[len(rows) // 2]),
         "rows": rows,
+    }
+
+
+def compared(rows: list[dict]) -> dict:
+    """Over the answerable questions that compare jurisdictions (they go to a reviewer):
+    how many, the mean share of their sides that some quote is from, the share whose
+    quotes hold a labelled excerpt, and the answer points the quotes cover."""
+    cs = [r for r in rows if r["class"] == "answerable" and r["sides_quoted"] is not None]
+    n = len(cs) or 1
+    return {
+        "n": len(cs),
+        "sides_quoted": round(sum(r["sides_quoted"] for r in cs) / n, 3),
+        "all_sides_quoted": round(sum(r["sides_quoted"] == 1 for r in cs) / n, 3),
+        "stating": round(sum(bool(r["stating"]) for r in cs) / n, 3),
+        "points": round(sum(sum(r["points"]) / len(r["points"]) for r in cs if r["points"]) / n, 3),
     }
 
 

@@ -66,13 +66,14 @@ def collect(store: Path, questions: Path, partial: Path | None = None) -> list[d
                 [(x["jurisdiction"], x["authority"]) for x in r["results"][: api.DECISION_DEPTH]],
                 r["routing"]["compares"],
             )
+            or r["routing"]["compares"]
             or bool(r["routing"]["uncovered"] and not r["routing"]["jurisdictions"])
             or (feats.get("rr_a_in_b") == 0 and feats.get("rr_b_in_a") == 0)
             or not sup
         )
         query = Query.of(s, q.question)
         pages = svc.pages(query, s.ranked(parse_method(default_method()), q.question, 20, {}), 10)
-        cands = S.candidates(query, pages, s.store.raw_pages([p.page for p in pages[: S.PAGES]]))
+        cands = S.candidates(query, pages, s.store.raw_pages([p.page for p in S.quoted_pages(query, pages)]))
         S.featurise(query, cands, svc.cosines(query))
         rows.append(
             {

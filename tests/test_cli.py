@@ -343,3 +343,28 @@ def test_piped_quotes_hold_only_the_chosen_sentences(monkeypatch: pytest.MonkeyP
         _print_quotes(res)
     printed = cap.get()
     assert "\u201c… The chosen one says it. …\u201d [doc p. 3]" in printed and "Context before" not in printed
+
+
+def test_quotes_from_several_jurisdictions_name_theirs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sourcepage.cli._common import out
+    from sourcepage.cli.retrieval import _print_quotes
+
+    quote = {"text": "Only a lock isolates.", "spans": [[0, 21]]}
+    res = {
+        "answer": {
+            "status": "draft for review",
+            "quotes": [
+                {**quote, "citation": "[osha p. 3]", "jurisdiction": "US"},
+                {**quote, "citation": "[nsw p.44]", "jurisdiction": "AU-NSW"},
+            ],
+        }
+    }
+    monkeypatch.setattr(out, "no_color", True)
+    with out.capture() as cap:
+        _print_quotes(res)
+    printed = cap.get()
+    assert "[osha p. 3] (US)" in printed and "[nsw p.44] (AU-NSW)" in printed
+    res["answer"]["quotes"][1]["jurisdiction"] = "US"  # one jurisdiction: the citation alone
+    with out.capture() as cap:
+        _print_quotes(res)
+    assert "(US)" not in cap.get()

@@ -325,3 +325,45 @@ def test_a_pcbu_is_the_employers_party() -> None:
     assert lead_role(roles_in("The importer must keep the declaration."), q) == -1.0
     f = role_features(roles_in("Workers must take care."), set(roles_in("What must employees do?")))
     assert f == {"role_match": 1.0, "role_other": 0.0, "lead_role": 1.0}
+
+
+def test_a_comparison_quotes_each_side_from_its_own_pages() -> None:
+    """ "Compare OSHA's position with the NSW code": the first three pages are all OSHA's,
+    the NSW page ranks fifth; the draft still quotes the NSW code's own sentence, marked
+    with its jurisdiction, beside OSHA's (a reviewer compares the sides' words)."""
+    from sourcepage.query import Query
+    from sourcepage.retrieval.routing import Router
+    from sourcepage.support.select import quoted_pages
+
+    def doc(doc_id: str, jurisdiction: str, authority: str) -> Document:
+        fields = {c: "" for c in MANIFEST_COLUMNS}
+        return Document(**fields | {"doc_id": doc_id, "jurisdiction": jurisdiction, "authority": authority})
+
+    osha = doc("osha", "US", "US OSHA (Department of Labor)")
+    nsw = doc("nsw", "AU-NSW", "SafeWork NSW")
+    pages = [
+        PageHit(Hit(r, f"{d.doc_id}#p{r}", 1.0, f"{d.doc_id}#p{r}#c1"), d)
+        for r, d in enumerate([osha, osha, osha, osha, nsw, osha], 1)
+    ]
+    texts = {
+        p.page: (
+            "A danger tag may be used alone only when the energy isolating device cannot be "
+            "locked out and the tagout program gives full employee protection.\n"
+            if p.document is osha
+            else "A tag should not be used on its own as an isolation device; only a lock is effective.\n",
+            False,
+        )
+        for p in pages
+    }
+    text = "Can a danger tag alone be used to isolate a machine? Compare OSHA's position with the NSW code."
+    query = Query.parse(text, route=Router([osha, nsw]).route(text))
+    assert [p.page for p in quoted_pages(query, pages)] == ["osha#p1", "osha#p2", "osha#p3", "nsw#p5"]
+    ans = extract_answer(query, pages, "review", texts=texts)
+    assert {q["jurisdiction"] for q in ans["quotes"]} == {"US", "AU-NSW"}
+    assert any("only a lock is effective" in q["text"] for q in ans["quotes"])
+    # a question that compares nothing quotes the first three pages only
+    plain = Query.parse("Can a danger tag alone be used to isolate a machine?")
+    assert [p.page for p in quoted_pages(plain, pages)] == ["osha#p1", "osha#p2", "osha#p3"]
+    assert {q["jurisdiction"] for q in extract_answer(plain, pages, "review", texts=texts)["quotes"]} == {
+        "US"
+    }

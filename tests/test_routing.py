@@ -180,9 +180,33 @@ def test_the_fields_abbreviations_in_an_authoritys_remarks_are_not_names() -> No
         ("Compare OSHA's rule with HSE's guidance on guards.", True),
         ("How does the NSW code differ from Safe Work Australia's code on falls?", True),
         ("How are falls managed in Australia?", False),  # one name, a country and its states
+        # one place named twice: Safe Work Australia's AU lies within Australia's AU and AU-NSW
+        ("What does Safe Work Australia's falls code expect of a worker in Australia?", False),
         ("What does OSHA require for lockout?", False),
         ("How often must locks be inspected?", False),
     ],
 )
 def test_a_question_naming_several_jurisdictions_compares_them(question: str, compares: bool) -> None:
     assert Router(DOCS).route(question).compares is compares
+
+
+def test_the_groups_are_the_sides_named_in_question_order() -> None:
+    r = Router(DOCS).route("Can a tag alone isolate a machine? Compare OSHA's position with the NSW code.")
+    assert r.groups == (("US",), ("AU-NSW",)) and r.compares
+    assert r.as_dict()["groups"] == [["US"], ["AU-NSW"]]
+    assert Router(DOCS).route("How are falls managed in Australia?").groups == (("AU", "AU-NSW"),)
+
+
+def test_merge_sides_ranks_each_sides_first_page_as_a_first_page() -> None:
+    """A comparison's sides are ranked apart and merged by score: the side that matched
+    fewer words still has its first page near the top; a page of two sides appears once,
+    at its better place; ties go to the side named first."""
+    from sourcepage.records import Hit
+    from sourcepage.retrieval.routing import merge_sides
+
+    nsw = [Hit(1, "nsw#p44", 0.0328, "c1"), Hit(2, "nsw#p37", 0.0320, "c2"), Hit(3, "both#p1", 0.0300, "c3")]
+    us = [Hit(1, "osha#p17", 0.0328, "c4"), Hit(2, "both#p1", 0.0310, "c5"), Hit(3, "osha#p14", 0.0290, "c6")]
+    merged = merge_sides([nsw, us], None)
+    assert [h.page_id for h in merged] == ["nsw#p44", "osha#p17", "nsw#p37", "both#p1", "osha#p14"]
+    assert [h.rank for h in merged] == [1, 2, 3, 4, 5] and merged[3].chunk_id == "c5"
+    assert [h.page_id for h in merge_sides([nsw, us], 2)] == ["nsw#p44", "osha#p17"]

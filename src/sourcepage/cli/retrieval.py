@@ -415,12 +415,14 @@ def _print_quotes(res: dict) -> None:
         label = "supporting quotes" if ans["status"] == "answer" else "draft quotes for the reviewer"
         found = "" if ans.get("fact_found", True) else f" — none states what was asked: {ans['asked']}"
         out.print(Text(f"\n{label}{found}:", style="bold"))
+        several = len({q.get("jurisdiction") for q in ans["quotes"]}) > 1  # a comparison's sides
         for q in ans["quotes"]:
             spans = [tuple(s) for s in q.get("spans", [])]
+            cite = q["citation"] + (f" ({q.get('jurisdiction')})" if several else "")
             if spans and (out.no_color or not out.is_terminal):
-                out.print(Text(f"  \u201c{chosen(q['text'], spans)}\u201d {q['citation']}"), highlight=False)
+                out.print(Text(f"  \u201c{chosen(q['text'], spans)}\u201d {cite}"), highlight=False)
                 continue
-            line = Text(f"  \u201c{q['text']}\u201d {q['citation']}")
+            line = Text(f"  \u201c{q['text']}\u201d {cite}")
             for a, b in spans:  # the chosen sentences of the passage, in bold
                 line.stylize("bold", a + 3, b + 3)
             out.print(line, highlight=False)

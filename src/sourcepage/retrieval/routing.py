@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from sourcepage.records import Document, Hit
+from sourcepage.records import Document, Hit, renumber
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
@@ -95,9 +95,16 @@ class Route:
     matched: tuple[str, ...]
     uncovered: tuple[str, ...]
     query: str
-    #: the names matched admit more than one set of jurisdictions ("WorkSafe WA" and "the
-    #: Australian regulations"; "OSHA" and "HSE"): the question compares them
-    compares: bool = False
+    #: the distinct sets of jurisdictions the matched names admit, in question order
+    #: ("OSHA" → US, "the NSW code" → AU-NSW, "in Australia" → AU and AU-NSW)
+    groups: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def compares(self) -> bool:
+        """The question names jurisdictions to compare: two of its groups share none
+        ("OSHA" and "HSE"; "WorkSafe WA" and "Safe Work Australia"). "Safe Work Australia"
+        beside "Australia" is one place named twice, not a comparison."""
+        return any(not set(a) & set(b) for i, a in enumerate(self.groups) for b in self.groups[i + 1 :])
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -105,6 +112,7 @@ class Route:
             "matched": list(self.matched),
             "uncovered": list(self.uncovered),
             "compares": self.compares,
+            "groups": [list(g) for g in self.groups],
         }
 
 
@@ -234,12 +242,12 @@ class Router:
         text = question
         matched: list[str] = []
         found: set[str] = set()
-        named: set[frozenset[str]] = set()
+        named: list[tuple[int, tuple[str, ...]]] = []  # (place in the question, jurisdictions)
         for pat, name, targets in self._patterns:
-            if pat.search(text):
+            if m := pat.search(text):
                 matched.append(name)
                 found.update(targets)
-                named.add(frozenset(targets))
+                named.append(((pat.search(question) or m).start(), tuple(targets)))
                 if name not in self.codes_kept:
                     text = pat.sub(" ", text)
         low = text.lower()
@@ -251,9 +259,8 @@ class Router:
             }
         )
         query = re.sub(r"\s+", " ", text).strip()
-        return Route(
-            tuple(sorted(found)), tuple(matched), tuple(uncovered), query or question, compares=len(named) > 1
-        )
+        groups = tuple(dict.fromkeys(t for _, t in sorted(named)))
+        return Route(tuple(sorted(found)), tuple(matched), tuple(uncovered), query or question, groups)
 
 
 def router(searcher: Searcher) -> Router:
@@ -290,9 +297,32 @@ class RouteMethod:
         r = router(searcher).route(query)
         if not r.jurisdictions or "jurisdiction" in filters:
             return searcher.ranked(method.parts[0], query, k, filters)
+        if r.compares:  # each side ranked on its own pages, the rankings merged by score
+            return merge_sides(
+                [
+                    searcher.ranked(method.parts[0], r.query, k, {**filters, "jurisdiction": list(g)})
+                    for g in r.groups
+                ],
+                k,
+            )
         return searcher.ranked(
             method.parts[0], r.query, k, {**filters, "jurisdiction": list(r.jurisdictions)}
         )
+
+
+def merge_sides(rankings: Sequence[Sequence[Hit]], k: int | None) -> list[Hit]:
+    """One ranking of a comparison's sides, each ranked within its own jurisdictions: by
+    score (a side's first page scores as a first page), ties by side and rank, a page of
+    two sides once. Ranked together, the side with more matching words filled the first
+    ten ("compare OSHA's position with the NSW code": nine NSW pages and one OSHA page)."""
+    best: dict[str, tuple[float, int, int, Hit]] = {}
+    for side, ranking in enumerate(rankings):
+        for h in ranking:
+            key = (-round(h.score, 12), side, h.rank, h)
+            if h.page_id not in best or key[:3] < best[h.page_id][:3]:
+                best[h.page_id] = key
+    order = [key[3] for key in sorted(best.values(), key=lambda t: (t[0], t[1], t[2], t[3].page_id))]
+    return renumber(order[:k] if k else order)
 
 
 METHOD = RouteMethod()

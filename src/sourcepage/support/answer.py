@@ -87,12 +87,16 @@ class Passage:
         return " ".join(kept)
 
 
-def choose(cands: Sequence[Candidate], max_quotes: int = MAX_QUOTES) -> list[Candidate]:
+def choose(
+    cands: Sequence[Candidate], max_quotes: int = MAX_QUOTES, sides: Sequence[Sequence[str]] = ()
+) -> list[Candidate]:
     """The quotes of an answer: the most likely unit first, then up to ``max_quotes`` − 1
     more with at least ``FURTHER_SHARE`` of its probability that repeat no chosen quote
     (nor are contained in one: an item of a quoted list), these in page order. A unit cut
     inside a parenthesis, or holding none of the question's words (nor its heading), is
-    never quoted."""
+    never quoted. ``sides``: the jurisdictions a question compares (``Route.groups``);
+    each side without a quote gets its most likely unit too, however unlikely, beyond
+    ``max_quotes`` (the reviewer compares the sides' own words)."""
     order = sorted(cands, key=lambda c: (-c.p, c.order, c.position))
     chosen: list[Candidate] = []
     for c in order:
@@ -106,6 +110,15 @@ def choose(cands: Sequence[Candidate], max_quotes: int = MAX_QUOTES) -> list[Can
         value = next((c for c in order if _states_value(c) and _quotable(c, chosen)), None)
         if value is not None:
             chosen = chosen[: max_quotes - 1] + [value]
+    for side in sides:
+        if chosen and not any(c.page.document.jurisdiction in side for c in chosen):
+            best = next(
+                # another side saying the same in the same words is what a comparison shows
+                (c for c in order if c.page.document.jurisdiction in side and _quotable(c, [])),
+                None,
+            )
+            if best is not None:  # beside the others: a side's quote takes no other's place
+                chosen.append(best)
     return chosen[:1] + sorted(chosen[1:], key=lambda c: (c.order, c.position))
 
 
@@ -195,7 +208,8 @@ def extract_answer(
     model: QuoteModel | None | bool = True,
     cands: Sequence[Candidate] | None = None,
 ) -> dict[str, Any]:
-    """Quote up to ``max_quotes`` units of the first three results.
+    """Quote up to ``max_quotes`` units of the first three results (and, for a question
+    comparing jurisdictions, of each side's best page: ``select.quoted_pages``).
 
     ``query``: the parsed question (a text is parsed without corpus weights);
     ``results``: the ranked pages; ``texts`` maps a page id to its raw page text and
@@ -208,7 +222,8 @@ def extract_answer(
     encoded). A unit of an interleaved
     page may run two columns' text together: it is quoted (``layout_risk``) but does not
     count as an answer. Returns ``{"status", "asked", "fact_found", "quotes": [{"text",
-    "sentences", "spans", "page", "chunk_id", "citation", "score", "answers", "layout_risk"}],
+    "sentences", "spans", "page", "chunk_id", "citation", "jurisdiction", "score", "answers",
+    "layout_risk"}],
     "text"}``: ``text`` is the passage quoted, ``sentences`` the chosen units in it and
     ``spans`` their [start, end) characters in ``text`` (to show them emphasised); ``score``
     is the best of their P(states the answer).
@@ -235,7 +250,8 @@ def extract_answer(
         add_cosines(cands, cosines if embedded else None)
     score(cands, mdl)
     threshold = mdl.t_quote if mdl is not None else RULE_THRESHOLD
-    chosen = choose(cands, max_quotes)
+    sides = q.route.groups if q.route is not None and q.route.compares else ()
+    chosen = choose(cands, max_quotes, sides)
     if mdl is not None:
         # the model's P(states) of each quote, combined: P(some quote states the answer)
         fact_found = bool(chosen) and stated(chosen) >= threshold
@@ -270,6 +286,7 @@ def _quote(p: Passage, fact_found: bool, threshold: float, learned: bool) -> dic
         "page": c.page.page,
         "chunk_id": c.page.hit.chunk_id,
         "citation": c.page.citation,
+        "jurisdiction": c.page.document.jurisdiction,
         "score": round(max(u.p for u in p.units), 4),
         "answers": (fact_found and not c.risk and not other_party(c))
         if learned

@@ -147,8 +147,8 @@ def decide(
     verdict inputs; ``no_policy`` says why there is none (for the review reason).
     ``uncovered``: jurisdictions the question names that no document of the corpus is from
     (``covered`` lists those that are); such a question is refused with that reason.
-    ``compares``: the question names several jurisdictions (``Route.compares``); top pages
-    from more than one then go to a reviewer even within one country."""
+    ``compares``: the question names jurisdictions to compare (``Route.compares``): it always
+    goes to a reviewer, its top pages from one jurisdiction or several (study §3.1)."""
     if uncovered:
         return Decision(
             "refuse",
@@ -161,14 +161,18 @@ def decide(
     if not top_docs:
         return Decision("refuse", ("No page was retrieved for this question.",))
     juris = jurisdictions(top_docs)
-    cross = (
-        (
+    if spans_jurisdictions([(d.jurisdiction, d.authority) for d in top_docs], compares):
+        cross: str | None = (
             f"The top pages come from more than one jurisdiction ({', '.join(juris)}); "
             "requirements may differ and must not be merged."
         )
-        if spans_jurisdictions([(d.jurisdiction, d.authority) for d in top_docs], compares)
-        else None
-    )
+    elif compares:  # the top pages are one side's: the quotes bring each named side's page
+        cross = (
+            f"The question compares jurisdictions, but the top pages are all from {', '.join(juris)}; "
+            "a reviewer sets each jurisdiction's requirement beside the other's (they must not be merged)."
+        )
+    else:
+        cross = None
     # a state code that adopts the national model code states the national text: no
     # conflict; each quote names its own jurisdiction, and the reasons say so
     within = (

@@ -143,14 +143,29 @@ class Candidate:
         return self.unit.text
 
 
+def quoted_pages(query: Query, pages: Sequence[PageHit]) -> list[PageHit]:
+    """The pages whose units are quote candidates: the first ``PAGES``, and when the
+    question compares jurisdictions (``Route.compares``: "Compare OSHA's position with the
+    NSW plant code") the best-ranked page of each named side that none of them is from, so
+    that the reviewer it goes to sees each side's own text, not one side twice."""
+    out = list(pages[:PAGES])
+    route = query.route
+    if route is None or not route.compares:
+        return out
+    for group in route.groups:
+        if not any(p.document.jurisdiction in group for p in out):
+            out += [p for p in pages[PAGES:] if p.document.jurisdiction in group][:1]
+    return out
+
+
 def candidates(
     query: Query, pages: Sequence[PageHit], texts: Mapping[str, tuple[str, bool]] | None = None
 ) -> list[Candidate]:
-    """The quotable units of the first ``PAGES`` pages (raw page text from ``texts``, else
-    the page's passage), a sentence repeated on several pages kept once."""
+    """The quotable units of the ``quoted_pages`` (raw page text from ``texts``, else the
+    page's passage), a sentence repeated on several pages kept once."""
     out: list[Candidate] = []
     seen: set[str] = set()
-    for order, p in enumerate(pages[:PAGES]):
+    for order, p in enumerate(quoted_pages(query, pages)):
         raw, risk = (texts or {}).get(p.page) or (p.passage, False)
         for j, u in quote_units(raw):
             if u.text in seen:
@@ -232,7 +247,19 @@ def add_cosines(
 ) -> None:
     """The cosine features of ``prepare``d candidates. Only the lexically closest units
     are embedded (encoding every unit of three pages costs seconds on a loaded CPU); the
-    others take the least cosine of those embedded."""
+    others take the least cosine of those embedded. The units of the first ``PAGES`` pages
+    and those of each further page (a compared side's, ``quoted_pages``) are set apart:
+    a side's page neither takes the first pages' embedding places nor moves their gaps."""
+    parts: dict[int, list[Candidate]] = {}
+    for c in cands:
+        parts.setdefault(max(c.order, PAGES - 1), []).append(c)
+    for part in parts.values():
+        _add_cosines(part, cosines)
+
+
+def _add_cosines(
+    cands: Sequence[Candidate], cosines: Callable[[Sequence[str]], Mapping[str, np.ndarray]] | None
+) -> None:
     if not cands:
         return
     keep = sorted(range(len(cands)), key=lambda i: (-cands[i].features["share"], i))[:EMBEDDED]
