@@ -131,3 +131,24 @@ def test_eval_report_gives_the_means_of_the_ratings_a_set_carries(tmp_path: Path
     assert "2 of 3 questions carry" in text
     assert "| correctness | 2 | 3.00 | 2 | 4 |" in text and "| usefulness | 2 | 4.00 | 3 | 5 |" in text
     assert ratings_section([plain]) == ""
+
+
+def test_a_referral_keeps_each_draft_quotes_jurisdiction() -> None:
+    """The reviewer's case page marks each draft quote with its jurisdiction when they span
+    several (a comparison's sides): the referral keeps it."""
+    from sourcepage.labels.referrals import _shown
+
+    result = {
+        "question": "Compare OSHA's position with the NSW code.",
+        "method": "sect:route:rrf:bm25+dense",
+        "text_version": "raw",
+        "results": [],
+        "answer": {
+            "text": "…",
+            "quotes": [
+                {"text": "Only a lock isolates.", "page": "nsw#p44", "jurisdiction": "AU-NSW"},
+                {"text": "A tag alone may do.", "page": "osha#p17", "jurisdiction": "US"},
+            ],
+        },
+    }
+    assert [q["jurisdiction"] for q in _shown(result)["quotes"]] == ["AU-NSW", "US"]

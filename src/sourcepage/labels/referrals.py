@@ -106,7 +106,10 @@ def _shown(result: Mapping[str, Any]) -> dict[str, Any]:
         "method": result["method"],
         "text_version": result["text_version"],
         "pages": [r["page"] for r in top],
-        "quotes": [{"text": q["text"], "page": q["page"]} for q in answer.get("quotes", [])],
+        "quotes": [
+            {"text": q["text"], "page": q["page"], "jurisdiction": q.get("jurisdiction", "")}
+            for q in answer.get("quotes", [])
+        ],
         "draft": answer.get("text", ""),
         "reasons": list(result.get("reasons", [])),
         "jurisdictions": list(result.get("jurisdictions", [])),
