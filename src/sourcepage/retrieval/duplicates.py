@@ -32,7 +32,11 @@ def shingles(text: str, n: int = SHINGLE) -> frozenset[int]:
 
 
 def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
-    return len(a & b) / len(a | b) if a and b else 0.0
+    """|a ∩ b| / |a ∪ b|, the union counted rather than built (half the set work a pair)."""
+    if not (a and b):
+        return 0.0
+    common = len(a & b)
+    return common / (len(a) + len(b) - common)
 
 
 def _may_reach(a: frozenset[int], b: frozenset[int], threshold: float) -> bool:
