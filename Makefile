@@ -39,7 +39,7 @@ $(OCR):
 install: $(STAMP) $(OCR)
 
 # two pytest workers (pytest-xdist), a test file each at a time: module fixtures stay whole
-# and the suite takes about 8 minutes on 2 cores instead of 12; `heavy` tests (minutes of
+# and the suite takes about 5 minutes on 2 cores (2026-12-06); `heavy` tests (minutes of
 # CPU each) only in test-all
 test: $(STAMP) $(BROWSER) $(OCR)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m 'not heavy'
