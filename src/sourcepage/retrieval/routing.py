@@ -315,13 +315,13 @@ def merge_sides(rankings: Sequence[Sequence[Hit]], k: int | None) -> list[Hit]:
     score (a side's first page scores as a first page), ties by side and rank, a page of
     two sides once. Ranked together, the side with more matching words filled the first
     ten ("compare OSHA's position with the NSW code": nine NSW pages and one OSHA page)."""
-    best: dict[str, tuple[float, int, int, Hit]] = {}
+    best: dict[str, tuple[tuple[float, int, int, str], Hit]] = {}
     for side, ranking in enumerate(rankings):
         for h in ranking:
-            key = (-round(h.score, 12), side, h.rank, h)
-            if h.page_id not in best or key[:3] < best[h.page_id][:3]:
-                best[h.page_id] = key
-    order = [key[3] for key in sorted(best.values(), key=lambda t: (t[0], t[1], t[2], t[3].page_id))]
+            key = (-round(h.score, 12), side, h.rank, h.page_id)
+            if h.page_id not in best or key < best[h.page_id][0]:
+                best[h.page_id] = (key, h)
+    order = [h for _, h in sorted(best.values(), key=lambda kh: kh[0])]
     return renumber(order[:k] if k else order)
 
 
