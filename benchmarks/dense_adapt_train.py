@@ -1,4 +1,4 @@
-# ruff: noqa  (an experiment script run as it was measured: late imports patch modules first)
+# ruff: noqa  (an experiment script kept as it was measured: terse statements, late imports)
 """Dev-only experiment (README, "Variants measured 2026-12-06"): adapt MiniLM on heading ->
 section-chunk pairs mined from the stores (``evaluation.mined``), no labels.
 
@@ -27,12 +27,12 @@ for st in stores:
         by_page[c.page_id].append(c.text)
     n0 = len(examples)
     for p in pairs:
-        q = set(content_terms(p.query)) if callable(content_terms) else set()
+        q = content_terms(p.query)
         for pid in p.positives[:3]:
             chunks = by_page.get(pid)
             if not chunks:
                 continue
-            best = max(chunks, key=lambda t: (len(q & set(content_terms(t))), -chunks.index(t)))
+            best = max(chunks, key=lambda t: len(q & content_terms(t)))  # first of equals
             examples.append((p.query, best))
     print(st, len(pairs), "pairs ->", len(examples) - n0, "examples", flush=True)
 import torch.nn.functional as F
