@@ -367,3 +367,76 @@ def test_a_comparison_quotes_each_side_from_its_own_pages() -> None:
     assert {q["jurisdiction"] for q in extract_answer(plain, pages, "review", texts=texts)["quotes"]} == {
         "US"
     }
+
+
+def _apart(*sentences: str) -> str:
+    """The sentences as lines of one page, three unrelated lines between any two (so that
+    each is quoted as a passage of its own)."""
+    filler = [
+        f"Room {i} of the {where} is cleaned on {day} before the site closes down."
+        for i, (where, day) in enumerate(
+            [(w, d) for w in ("office", "canteen", "store") for d in ("Monday", "Tuesday", "Friday")]
+        )
+    ]
+    return "\n".join(line for i, s in enumerate(sentences) for line in (s, *filler[3 * i : 3 * i + 3]))
+
+
+def _unit(cands: list, start: str):
+    return next(c for c in cands if c.text.startswith(start))
+
+
+def test_an_answer_shows_only_the_quotes_that_carry_it() -> None:
+    """An answer keeps its most likely quote, then only quotes that reach the threshold by
+    themselves and set out the asked party's duty. (A draft for review is not trimmed: the
+    reviewer weighs every quote.)"""
+    from sourcepage.query import Query
+    from sourcepage.support.answer import carrying, passages
+    from sourcepage.support.select import candidates, featurise
+
+    q = Query.parse("What must the manufacturer do before placing machinery on the market?")
+    text = _apart(
+        "Before placing machinery on the market, manufacturers shall ensure that it has been "
+        "designed and constructed in accordance with the essential requirements.",
+        "Before making machinery available on the market, distributors shall verify that it "
+        "bears the CE marking.",
+        "Manufacturers shall keep the technical documentation for ten years after the machinery "
+        "has been placed on the market.",
+        "Manufacturers shall indicate their name and postal address on the machinery.",
+    )
+    cands = candidates(q, [page_hit("d#p1")], {"d#p1": (text, False)})
+    featurise(q, cands)
+    makers, distributors, keeps, name = (
+        _unit(cands, s)
+        for s in ("Before placing", "Before making", "Manufacturers shall keep", "Manufacturers shall ind")
+    )
+    assert distributors.features["lead_role"] == -1.0 and keeps.features["lead_role"] == 1.0
+    makers.p, distributors.p, keeps.p, name.p = 0.9, 0.8, 0.5, 0.1
+    quotes = passages([makers, distributors, keeps, name], cands)
+    assert [p.units for p in quotes] == [[makers], [distributors], [keeps], [name]]
+    # the distributors' duty and the quote under the threshold are not part of the answer
+    assert [p.units[0] for p in carrying(quotes, 0.3)] == [makers, keeps]
+    # the most likely quote stays even when it falls under the threshold itself
+    makers.p = 0.2
+    assert [p.units[0] for p in carrying(quotes, 0.3)] == [makers, keeps]
+
+
+def test_an_answer_quotes_the_asked_value_first() -> None:
+    """A "how often" question: the quote stating a frequency goes before a more likely one that
+    states none, and stays in the answer under the threshold (``choose`` added it for it)."""
+    from sourcepage.query import Query
+    from sourcepage.support.answer import carrying, passages
+    from sourcepage.support.select import candidates, featurise
+
+    q = Query.parse("How often must energy control procedures be inspected?")
+    text = _apart(
+        "The inspector must determine whether employees are following the steps of the "
+        "energy control procedure.",
+        "Inspect these energy control procedures at least annually.",
+    )
+    cands = candidates(q, [page_hit("d#p1")], {"d#p1": (text, False)})
+    featurise(q, cands)
+    checklist, annual = _unit(cands, "The inspector"), _unit(cands, "Inspect these")
+    assert annual.features["value_stated"] == 1.0 and checklist.features["value_stated"] == 0.0
+    checklist.p, annual.p = 0.6, 0.05
+    shown = carrying(passages([checklist, annual], cands), 0.3)
+    assert [p.units[0] for p in shown] == [annual, checklist]

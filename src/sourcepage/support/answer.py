@@ -11,7 +11,9 @@ lines, headings, captions or questions), tidied (``tidy``: no running header "Pa
 72", no paragraph number, no private-use glyph). Which: the learned selector
 (``support.select``) gives each unit of the first three pages P(it states the answer);
 the best is quoted first, then up to three more that are nearly as likely and say
-something else (``choose``: no two quotes share most of their words), in page order. Each
+something else (``choose``: no two quotes share most of their words), in page order; an
+answer (not a draft for review) shows the best and only those of the rest that carry it by
+themselves (``carrying``: at ``t_quote``, not another party's duty). Each
 is quoted as a passage (``passages``): with the units just before and after it on the page,
 so a condition or exception in the next sentence, or the subject in the one before, comes
 with it; ``sentences`` names the chosen units inside it. A quote *answers* when the best
@@ -50,7 +52,7 @@ from sourcepage.support.select import (
 from sourcepage.text.roles import roles_in
 from sourcepage.text.sentences import split_sentences
 
-__all__ = ["choose", "extract_answer", "log_answer", "split_sentences", "stated"]
+__all__ = ["carrying", "choose", "extract_answer", "log_answer", "split_sentences", "stated"]
 
 LOG_NAME = "answers.jsonl"
 #: size above which the answer log is moved to ``answers.jsonl.1`` before the next line
@@ -198,6 +200,29 @@ def passages(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> list[Pa
     return out
 
 
+def _carries(u: Candidate, threshold: float) -> bool:
+    """The unit may carry an answer by itself: P(states) at the threshold, or the asked value
+    stated (``choose`` adds it for that), from a page not at layout risk, and not another
+    party's duty."""
+    return (u.p >= threshold or _states_value(u)) and not u.risk and not other_party(u)
+
+
+def carrying(quotes: Sequence[Passage], threshold: float) -> list[Passage]:
+    """The quotes an *answer* shows: the most likely one, then those holding a unit that
+    carries the answer by itself (``_carries``); the asked value's quote first when the most
+    likely one does not state it. A draft for review keeps every quote (the reviewer weighs
+    them). Why: a person reads an answer's quotes as the answer, and a further quote under
+    the threshold the answer needed, or another party's duty (a distributor's under "what
+    must the manufacturer do"), misleads. The most likely quote stays even when the role
+    rule flags it: on dev that rule also flags stating quotes ("Workers engaged in
+    residential construction …" for what the employer must show). Chosen on the dev splits
+    out of fold (``benchmarks/answer_quotes.py``; README, "Which quotes an answer shows")."""
+    kept = list(quotes[:1]) + [q for q in quotes[1:] if any(_carries(u, threshold) for u in q.units)]
+    if kept and not any(_states_value(u) for u in kept[0].units):
+        kept.sort(key=lambda q: not any(_states_value(u) for u in q.units))
+    return kept
+
+
 def extract_answer(
     query: Query | str,
     results: Sequence[PageHit],
@@ -257,8 +282,11 @@ def extract_answer(
         fact_found = bool(chosen) and stated(chosen) >= threshold
     else:  # the rule: its best quote decides
         fact_found = bool(chosen) and chosen[0].p >= threshold and not chosen[0].risk
-    quotes = [_quote(p, fact_found, threshold, mdl is not None) for p in passages(chosen, cands)]
     status = "answer" if decision == "answer" and fact_found else "draft for review"
+    shown = passages(chosen, cands)
+    if status == "answer":
+        shown = carrying(shown, threshold)
+    quotes = [_quote(p, fact_found, threshold, mdl is not None) for p in shown]
     out = {
         "status": status if quotes else "none",
         "asked": asked,
