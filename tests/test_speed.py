@@ -339,3 +339,22 @@ def test_question_vector_cache_is_single_flight() -> None:
     assert calls == ["q"]
     assert len(got) == 2 and got[0] is got[1]
     assert cached("other") is not None and calls == ["q", "other"]
+
+
+def test_the_minilm_export_is_written_without_torch(tmp_path: Path) -> None:
+    """On a machine with an empty model cache, the first search writes MiniLM's ONNX graph
+    from the packaged weights without importing torch (tracing with torch made that first
+    search take 10 s), and the graph gives the same vectors as the one already in use."""
+    from sourcepage.retrieval.onnxmodel import OnnxEncoder, ensure_export
+
+    code = (
+        "import sys, numpy as np; from sourcepage.retrieval import onnxmodel as O; "
+        "v = O.OnnxEncoder(O.ensure_export('fp32')).query('Who may remove a lockout device?'); "
+        f"np.save({str(tmp_path / 'v.npy')!r}, v); print('torch' in sys.modules)"
+    )
+    env = {**os.environ, "SOURCEPAGE_MODEL_CACHE": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr
+    assert len(list((tmp_path / "cache").glob("minilm-*-graph-fp32.opt.onnx"))) == 1
+    here = OnnxEncoder(ensure_export("fp32")).query("Who may remove a lockout device?")
+    assert np.array_equal(np.load(tmp_path / "v.npy"), here)
