@@ -213,3 +213,31 @@ def test_routing_is_shown_in_the_web_results(client: TestClient) -> None:
         "/", params={"q": "What does the HSE require for hearing protection?", "method": "bm25"}
     )
     assert "does not route, so every" in plain.text
+
+
+def test_a_reviewer_can_accept_a_page_the_asker_was_not_shown(client: TestClient, fresh_store: Path) -> None:
+    """The case page lists further pages of the same search (ranked now, beyond those the
+    asker saw) to tick, and takes any other page by its id; a page that is not the store's
+    is refused with its id named, and what the reviewer typed is kept."""
+    res = _refer(client)
+    rid = res["referral"]["id"]
+    token = add_reviewer(fresh_store, "ada")
+    client.post("/login", data={"token": token, "next": f"/desk/{rid}"})
+    case = client.get(f"/desk/{rid}").text
+    csrf = re.search(r'name="csrf" value="([^"]+)"', case).group(1)
+    shown = set(referrals.get(fresh_store, rid).shown["pages"])
+    further = re.findall(r'<label class="further"><input type="checkbox" name="pages" value="([^"]+)"', case)
+    assert further and not shown & set(further), further
+    assert "Further pages of the same search" in case and 'name="other_pages"' in case
+    form = {"csrf": csrf, "decision": "answer", "pages": [further[0]], "answer": "From the further page."}
+    bad = client.post(f"/referrals/{rid}/decision", data={**form, "other_pages": "loto_energy_control#p999"})
+    assert bad.status_code == 422 and "loto_energy_control#p999" in bad.text
+    assert 'value="loto_energy_control#p999"' in bad.text  # kept for the reviewer to correct
+    ok = client.post(
+        f"/referrals/{rid}/decision",
+        data={**form, "other_pages": "loto_energy_control#p2, " + further[0]},
+        follow_redirects=False,
+    )
+    assert ok.status_code == 303
+    pages = client.get(f"/referrals/{rid}").json()["decision"]["pages"]
+    assert pages == [further[0], "loto_energy_control#p2"]

@@ -6,7 +6,8 @@ filters; the queue oldest first and its counts), ``GET /referrals/{id}``, ``POST
 /referrals/{id}/decision`` (a reviewer: Bearer token, or the signed-in session with its
 CSRF token, :mod:`sourcepage.service.auth`). HTML: ``/desk`` (the queue, signed-in
 reviewers), ``/desk/{id}`` (a case: evidence page images, quotes, reasons, the system's
-draft answer, the decision form) and ``/questions/{id}`` (what the asker reads: open to
+draft answer, the decision form — with the further pages of the same search and any page
+typed by its id, so that a reviewer can accept a page the asker was not shown) and ``/questions/{id}`` (what the asker reads: open to
 everyone who may read the service).
 
 A form posted after the session ended (a restart signs everyone out) is not recorded:
@@ -26,8 +27,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 
+from sourcepage import api
 from sourcepage.labels import referrals
 from sourcepage.labels.reviews import MAX_ANSWER, MAX_NOTE, MAX_QUOTE, RATINGS, Review
+from sourcepage.retrieval.index import IndexMissing
 from sourcepage.service.auth import CSRF_FIELD, form_writer, identity, writer
 from sourcepage.service.deps import DB, TEMPLATES, StorePath, readable
 from sourcepage.service.reviews import check_pages
@@ -103,9 +106,14 @@ def _form_body(form: Any) -> dict[str, Any]:
         if v:
             ratings[name] = int(v) if v.isdigit() else v
     decision = str(form.get("decision", ""))
+    # pages ticked (shown to the asker, or further pages of the same search), then pages
+    # typed by id ("doc#p19"; commas, spaces or lines between them), each once
+    typed = str(form.get("other_pages", "")).replace(",", " ").split()
+    pages = list(dict.fromkeys([str(p) for p in form.getlist("pages")] + typed))
     return {
         "decision": decision,
-        "pages": [str(p) for p in form.getlist("pages")] if decision == "answer" else [],
+        "pages": pages if decision == "answer" else [],
+        "other_pages": " ".join(typed),
         "quotes": [q.strip() for q in str(form.get("quotes", "")).splitlines() if q.strip()],
         "answer": str(form.get("answer", "")).strip(),
         "note": str(form.get("note", "")).strip(),
@@ -141,7 +149,7 @@ async def post_decision(request: Request, rid: int, db: DB, store: StorePath) ->
     reviewer = form_writer(request, form)  # 403 without the session's CSRF token
     data = _form_body(form)
     try:
-        body = DecisionBody(**data)
+        body = DecisionBody(**{k: v for k, v in data.items() if k != "other_pages"})
         await run_in_threadpool(decide, db, store, rid, reviewer, body)
     except ValidationError as e:
         return await _case_page(request, db, store, rid, readable(e.errors()), data)
@@ -208,6 +216,8 @@ def case_context(db: Store, store: Path, rid: int, error: str = "", form: dict |
             }
         )
     last = ref.decision
+    shown_pages = set(shown.get("pages", []))
+    further = [r for r in further_pages(store, ref) if r["page"] not in shown_pages]
     filled = form or {
         "decision": last.decision if last else "",
         "pages": list(last.pages) if last else sorted(quoted),
@@ -216,7 +226,46 @@ def case_context(db: Store, store: Path, rid: int, error: str = "", form: dict |
         "note": last.note if last else "",
         "ratings": dict(last.ratings) if last else {},
     }
-    return {"ref": ref, "evidence": evidence, "error": error, "form": filled, "ratings": RATINGS}
+    filled.setdefault("other_pages", "")
+    return {
+        "ref": ref,
+        "evidence": evidence,
+        "further": further,
+        "error": error,
+        "form": filled,
+        "ratings": RATINGS,
+    }
+
+
+#: pages of the referred question's search listed for the reviewer (the asker saw the first few)
+FURTHER_DEPTH = 15
+
+
+def further_pages(store: Path, ref: referrals.Referral) -> list[dict[str, Any]]:
+    """The referred question's search run again now (its method, text version and filters;
+    no answer, no referral, nothing logged) to ``FURTHER_DEPTH`` pages: the page that answers
+    is often ranked just after the few the asker saw, and a reviewer who cannot accept it
+    can only refuse. Each with its rank, section and title; none if the search cannot run
+    now (an index missing or a model not installed: the case stays decidable)."""
+    shown = ref.shown
+    try:
+        res = api.search(
+            ref.question,
+            store,
+            method=str(shown["method"]),
+            k=FURTHER_DEPTH,
+            version=str(shown.get("text_version", "raw")),
+            filters=dict(shown.get("filters") or {}),
+            answer=False,
+            build=False,
+            refer=False,
+        )
+    except (IndexMissing, RuntimeError, ValueError):
+        return []
+    return [
+        {"page": r["page"], "rank": r["rank"], "section": r.get("section", ""), "title": r.get("title", "")}
+        for r in res["results"]
+    ]
 
 
 async def _case_page(
