@@ -17,8 +17,9 @@ corpora (ranks and within-question normalised scores, never a raw score scale):
 * with ``sections`` (a model whose features name them): ``sect_rr`` = 1/rank of the page's
   section among the candidates' sections in the whole-section BM25 index of ``sect:``,
   ``head`` = the idf-weighted share of the question's words in the page's headings,
-  ``listing`` = the page is of a kind ``sect:`` puts last (contents, index, glossary,
-  amendments, change tables) and the question does not ask for that kind.
+  ``listing`` = the page is of a listing kind (contents, index, glossary, amendments,
+  change tables: ``LISTING``, the kinds ``sect:`` put last when the shipped model was
+  fitted) and the question does not ask for that kind.
 
 A linear model (logistic regression on standardised features, pointwise ``fit`` or on
 positive-minus-negative pairs of one query ``fit_pairwise``; fitted on the project's dev
@@ -54,6 +55,9 @@ MODELS_DIR = Path(__file__).parent / "models"
 PER_PART = ("rr", "z", "doc_rr", "nb_rr")
 SHARED = ("rrf", "doc_share", "coverage", "missing_idf", "contents", "low_text")
 SECTION = ("sect_rr", "head", "listing")
+#: the kinds of ``listing``, as the shipped model was fitted (``sect:`` has since put recitals
+#: last too; the feature keeps its meaning)
+LISTING = ("contents", "index", "amendments", "change_table", "glossary")
 
 
 def feature_names(n_parts: int, sections: bool = False) -> list[str]:
@@ -63,12 +67,12 @@ def feature_names(n_parts: int, sections: bool = False) -> list[str]:
 
 def _section_columns(searcher: Searcher, query: str, pages: list[str]) -> list[np.ndarray]:
     """``sect_rr``, ``head`` and ``listing`` of the candidate pages (module docstring)."""
-    from sourcepage.retrieval.sections import SETTINGS, asked_kinds, heading_scores, section_index
+    from sourcepage.retrieval.sections import asked_kinds, heading_scores, section_index
 
     ranks = section_index(searcher).ranks(query, pages)
     heads = heading_scores(searcher, query, pages)
     structure = searcher.structure()
-    listing = set(SETTINGS.demote) - asked_kinds(query)
+    listing = set(LISTING) - asked_kinds(query)
     return [
         np.array([1.0 / ranks[p] if p in ranks else 0.0 for p in pages]),
         np.array([heads.get(p, 0.0) for p in pages]),

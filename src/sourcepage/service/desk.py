@@ -7,8 +7,8 @@ filters; the queue oldest first and its counts), ``GET /referrals/{id}``, ``POST
 CSRF token, :mod:`sourcepage.service.auth`). HTML: ``/desk`` (the queue, signed-in
 reviewers), ``/desk/{id}`` (a case: evidence page images, quotes, reasons, the system's
 draft answer, the decision form — with the further pages of the same search and any page
-typed by its id, so that a reviewer can accept a page the asker was not shown) and ``/questions/{id}`` (what the asker reads: open to
-everyone who may read the service).
+typed by its id, so that a reviewer can accept a page the asker was not shown) and
+``/questions/{id}`` (what the asker reads: open to everyone who may read the service).
 
 A form posted after the session ended (a restart signs everyone out) is not recorded:
 the browser is sent to sign in and back to the case with ``?restore=1``, where app.js
