@@ -2,19 +2,21 @@
 (issue #22), and write ``src/sourcepage/support/quote_model.json``.
 
     python benchmarks/fit_quotes.py --set STORE=QUESTIONS [--set …] [--cache DIR] [--write] \
-        [--probabilities OOF.json]
+        [--probabilities OOF.json] [--labels passage|unit] [--t-support T]
 
 For every dev question the whole search runs (``api.search``, shipped default policy);
 the candidate units of its top three pages get their features (``support.select``) and a
-label: positive when the unit holds at least 60% of a labelled excerpt's content words
-(``evaluation.answers.contains_key_fact``, the rule eval scores quotes with). Variants of
-the selector are compared with question-level cross-validation (GroupKFold, out-of-fold
-probabilities) against today's rule; the one whose fitted gate (below) has the highest
-answer recall is refitted on all dev rows. Then the
-thresholds: t_support on P(supported) and t_quote on P(some quote states the answer), the pair
-with the highest answer recall (answers with a stating quote ÷ answerable) among those
-answering at most 2% of the unsupported and out-of-domain questions with at least 90% of
-answers holding a stating quote — on the out-of-fold probabilities.
+label: positive when the unit *as it would be quoted* — with its neighbours on the page,
+``support.answer.passages`` — holds at least 60% of a labelled excerpt's content words
+(``evaluation.answers.contains_key_fact``, the rule eval scores quotes with; ``--labels
+unit``: the unit alone, as before 2026-12-06). Variants of the selector are compared with
+question-level cross-validation (GroupKFold, out-of-fold probabilities) against today's
+rule; the one with the highest nested answer recall (``nested``) is refitted on all dev
+rows. Then the thresholds: t_support on P(supported) (or kept at ``--t-support``) and
+t_quote on P(some quote states the answer), the pair with the highest answer recall
+(answers with a stating quote ÷ answerable) among those answering no unsupported or
+out-of-domain dev question with at least 90% of answers holding a stating quote — on the
+out-of-fold probabilities.
 """
 
 from __future__ import annotations
@@ -131,9 +133,11 @@ def out_of_fold(rows: list[dict[str, Any]], names: list[str], c_reg: float, fold
     return p
 
 
-def quotes_of(row: dict[str, Any], probs: np.ndarray) -> tuple[list[S.Candidate], list[Passage]]:
-    """The units ``support.answer.choose`` picks from the row's candidates with ``probs``,
-    and the passages it quotes them as (``support.answer.passages``)."""
+_QUESTIONS: dict[tuple[str, str], Any] = {}
+
+
+def _candidates(row: dict[str, Any], probs: np.ndarray) -> list[S.Candidate]:
+    """The row's candidates as ``support.select.Candidate``s with ``probs`` as their P(states)."""
     from sourcepage.query import PageHit
     from sourcepage.records import MANIFEST_COLUMNS, Document, Hit
     from sourcepage.text.sentences import Quotable
@@ -147,11 +151,34 @@ def quotes_of(row: dict[str, Any], probs: np.ndarray) -> tuple[list[S.Candidate]
         k.stems, k.p, k.features = S._stems(c["text"]), float(p), c["features"]
         k.label = c["label"]  # type: ignore[attr-defined]
         cands.append(k)
+    return cands
+
+
+def quotes_of(row: dict[str, Any], probs: np.ndarray) -> tuple[list[S.Candidate], list[Passage]]:
+    """The units ``support.answer.choose`` picks from the row's candidates with ``probs``,
+    and the passages it quotes them as (``support.answer.passages``)."""
+    cands = _candidates(row, probs)
     chosen = choose(cands)
     return chosen, passages(chosen, cands)
 
 
-_QUESTIONS: dict[tuple[str, str], Any] = {}
+def passage_labels(rows: list[dict[str, Any]]) -> None:
+    """Label each candidate by its passage: positive when the unit *as it would be quoted*
+    (``support.answer.passages``: with its neighbours on the page) holds 60% of a labelled
+    excerpt's content words — what eval scores — instead of the unit alone (kept as
+    ``unit_label``). On the dev splits, out of fold, the first quote then states the answer
+    for 122 of 161 answerable questions instead of 103 (README, "Quotes")."""
+    for r in rows:
+        for c in r["cands"]:
+            c.setdefault("unit_label", c["label"])
+        if r["class"] != "answerable" or not r["has_excerpt"]:
+            continue
+        if (r["set"], r["id"]) not in _QUESTIONS:
+            _QUESTIONS.update({(r["set"], q.id): q for q in read_questions(Path(r["set"]))})
+        q = _QUESTIONS[r["set"], r["id"]]
+        cands = _candidates(r, np.zeros(len(r["cands"])))
+        for c, k in zip(r["cands"], cands, strict=True):
+            c["label"] = int(contains_key_fact([passages([k], cands)[0].text], q))
 
 
 def holds(row: dict[str, Any], quotes: list[Passage]) -> bool:
@@ -223,14 +250,16 @@ def gate_outcomes(
 
 
 def fit_thresholds(
-    rows: list[dict[str, Any]], probs: list[np.ndarray]
+    rows: list[dict[str, Any]], probs: list[np.ndarray], t_support: float | None = None
 ) -> tuple[float, float, dict[str, float]]:
     """The (t_support, t_quote) pair of highest recall within the two constraints (the
-    strictest such pair)."""
+    strictest such pair); with ``t_support`` given, only t_quote is fitted."""
     from sourcepage.support.policy import default_policy
 
     floor = default_policy().t_refuse  # the refusal threshold stays the policy's
     ps = sorted({round(r["probability"] or 0.0, 4) for r in rows if (r["probability"] or 0.0) >= floor})
+    if t_support is not None:
+        ps = [t_support]
     quoted = outcomes_of(rows, probs)
     # t_quote is read against P(some quote states the answer): its candidates are those values
     qs = sorted({round(b, 4) for b, _ in quoted} | {0.0})
@@ -251,7 +280,10 @@ def fit_thresholds(
 
 
 def nested(
-    rows: list[dict[str, Any]], probs: list[np.ndarray], seeds: tuple[int, ...] = (42, 43, 44)
+    rows: list[dict[str, Any]],
+    probs: list[np.ndarray],
+    seeds: tuple[int, ...] = (42, 43, 44),
+    t_support: float | None = None,
 ) -> dict[str, float]:
     """The honest estimate of the gate on unseen questions: thresholds fitted
     (``fit_thresholds``) on four fifths of the questions and scored on the fifth, over
@@ -261,7 +293,7 @@ def nested(
     answered = stating = pos = neg = neg_ans = 0
     for seed in seeds:
         for train, test in KFold(5, shuffle=True, random_state=seed).split(rows):
-            t_s, t_q, _ = fit_thresholds([rows[i] for i in train], [probs[i] for i in train])
+            t_s, t_q, _ = fit_thresholds([rows[i] for i in train], [probs[i] for i in train], t_support)
             held = [rows[i] for i in test]
             o = gate_outcomes(held, outcomes_of(held, [probs[i] for i in test]), t_s, t_q)
             n_pos = sum(r["class"] == "answerable" for r in held)
@@ -370,6 +402,17 @@ def main() -> None:
         type=Path,
         help="out-of-fold P(supported) per dev question (fit_policy.py --oof) instead of the search's",
     )
+    ap.add_argument(
+        "--labels",
+        choices=("passage", "unit"),
+        default="passage",
+        help="a candidate is positive when its passage as quoted (default) or the unit alone states it",
+    )
+    ap.add_argument(
+        "--t-support",
+        type=float,
+        help="keep P(supported)'s answer threshold at this value and fit t_quote alone",
+    )
     a = ap.parse_args()
     rows: list[dict[str, Any]] = []
     for pair in a.set:
@@ -391,6 +434,8 @@ def main() -> None:
     _text_features(rows)
     if a.probabilities:
         _held_out(rows, json.loads(a.probabilities.read_text()), a.probabilities)
+    if a.labels == "passage":
+        passage_labels(rows)
     rule = []
     for r in rows:
         cands = [S.Candidate(None, None, 0, 0, False, features=c["features"]) for c in r["cands"]]  # type: ignore[arg-type]
@@ -414,7 +459,7 @@ def main() -> None:
     for k, v in report.items():
         print(f"{k:24} {v}")
     # the variant whose fitted gate answers most answerable questions with a stating quote
-    gates = {k: fit_thresholds(rows, oof[k]) for k in variants}
+    gates = {k: fit_thresholds(rows, oof[k], a.t_support) for k in variants}
     for k, (ts, tq, o) in gates.items():
         print(f"gate of {k:20} t_support {ts}, t_quote {tq}: {o}")
     # only selectors that read no MiniLM cosines may ship: the index stores e5's sentence
@@ -423,13 +468,19 @@ def main() -> None:
     shippable = [k for k in variants if not any(f.startswith("minilm") for f in variants[k][0])]
     if a.with_minilm:
         shippable = list(variants)
-    chosen = max(shippable, key=lambda k: (gates[k][2]["recall"], report[k]["any_quote"]))
-    print(f"nested of each variant: { {k: nested(rows, oof[k]) for k in variants} }")
+    # chosen by the nested estimate (thresholds fitted on other questions), not by the gate
+    # fitted on all of them: with passage labels the latter picked a selector whose recall
+    # on unseen questions fell to 0.29 (README)
+    honest = {k: nested(rows, oof[k], t_support=a.t_support) for k in variants}
+    print(f"nested of each variant: {honest}")
+    chosen = max(
+        shippable, key=lambda k: (honest[k]["recall"], report[k]["any_quote"], report[k]["top1"])
+    )
     t_s, t_q, o = gates[chosen]
     print(f"chosen: {chosen}; t_support {t_s}, t_quote {t_q}: {o}")
-    print(f"nested (thresholds fitted on 4/5, scored on 1/5, 3 seeds): {nested(rows, oof[chosen])}")
+    print(f"nested (thresholds fitted on 4/5, scored on 1/5, 3 seeds): {honest[chosen]}")
     print(f"answer recall ceilings (out-of-fold quotes): {ceilings(rows, oof[chosen])}")
-    base = fit_thresholds(rows, rule)
+    base = fit_thresholds(rows, rule, a.t_support)
     print(f"today's rule with fitted thresholds: t_support {base[0]}, t_quote {base[1]}: {base[2]}")
     names, c_reg = variants[chosen]
     x = np.array([[c["features"][f] for f in names] for r in rows for c in r["cands"]])
@@ -445,6 +496,8 @@ def main() -> None:
         t_q,
         {
             "fitted_on": sorted({r["set"] for r in rows}),
+            "labels": a.labels,
+            "t_support_kept": a.t_support is not None,
             "questions": len(rows),
             "candidates": int(len(y)),
             "positives": int(y.sum()),
