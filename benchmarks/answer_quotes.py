@@ -5,7 +5,9 @@
 Reads the rows ``fit_quotes.py --collect-only --cache DIR`` collected (the candidates of
 each dev question's top three pages, with features and labels), gives every candidate its
 out-of-fold P(states) from the shipped selector's features and C (5 folds by question,
-seed 42), answers with the shipped thresholds, and compares, over the answered answerable
+seed 42; on the rows' unit labels, as the selector was trained when this was run,
+before ``fit_quotes.py --labels passage``), answers with the thresholds shipped then
+(``--t-support 0.9266 --t-quote 0.1756``), and compares, over the answered answerable
 questions with a labelled excerpt, what each variant would show as the answer's quotes:
 
 - ``answer precision``: answers whose quotes hold a stating passage (the eval rule: 60%
@@ -88,6 +90,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", type=Path, required=True)
     ap.add_argument("--set", action="append", required=True, help="STORE=QUESTIONS (as collected)")
+    ap.add_argument("--t-support", type=float, default=0.9266, help="the gate's P(supported) threshold")
+    ap.add_argument("--t-quote", type=float, default=0.1756, help="the gate's P(states) threshold")
     a = ap.parse_args()
     rows: list[dict[str, Any]] = []
     for pair in a.set:
@@ -103,14 +107,12 @@ def main() -> None:
     for r, p in zip(rows, probs, strict=True):
         units, ps = quotes_of(r, p)
         answered = (
-            not r["blocked"]
-            and (r["probability"] or 0.0) >= model.t_support
-            and stated(units) >= model.t_quote
+            not r["blocked"] and (r["probability"] or 0.0) >= a.t_support and stated(units) >= a.t_quote
         )
         q = questions[r["set"], r["id"]]
         if not answered or r["class"] != "answerable" or not r["has_excerpt"]:
             continue
-        for name, pick in variants(model.t_quote).items():
+        for name, pick in variants(a.t_quote).items():
             shown = pick(ps)
             m = [contains_key_fact([x.text], q) for x in shown]
             joined = " ".join(x.text for x in shown)

@@ -149,7 +149,7 @@ async def post_decision(request: Request, rid: int, db: DB, store: StorePath) ->
     reviewer = form_writer(request, form)  # 403 without the session's CSRF token
     data = _form_body(form)
     try:
-        body = DecisionBody(**{k: v for k, v in data.items() if k != "other_pages"})
+        body = DecisionBody(**data)  # "other_pages" (kept for the form) is not a field: ignored
         await run_in_threadpool(decide, db, store, rid, reviewer, body)
     except ValidationError as e:
         return await _case_page(request, db, store, rid, readable(e.errors()), data)
@@ -245,7 +245,7 @@ def further_pages(store: Path, ref: referrals.Referral) -> list[dict[str, Any]]:
     """The referred question's search run again now (its method, text version and filters;
     no answer, no referral, nothing logged) to ``FURTHER_DEPTH`` pages: the page that answers
     is often ranked just after the few the asker saw, and a reviewer who cannot accept it
-    can only refuse. Each with its rank, section and title; none if the search cannot run
+    can only refuse. Each with its rank and section; none if the search cannot run
     now (an index missing or a model not installed: the case stays decidable)."""
     shown = ref.shown
     try:
@@ -262,10 +262,7 @@ def further_pages(store: Path, ref: referrals.Referral) -> list[dict[str, Any]]:
         )
     except (IndexMissing, RuntimeError, ValueError):
         return []
-    return [
-        {"page": r["page"], "rank": r["rank"], "section": r.get("section", ""), "title": r.get("title", "")}
-        for r in res["results"]
-    ]
+    return [{"page": r["page"], "rank": r["rank"], "section": r.get("section", "")} for r in res["results"]]
 
 
 async def _case_page(
