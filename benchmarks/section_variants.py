@@ -45,6 +45,13 @@ VARIANTS: dict[str, SectionSettings | None] = {
     "headings 0.1 + section 0.25 + neighbours 0.1 + demote": SectionSettings(0.1, 0.1, ALL, 0.25),
     "headings 0.5 + demote": SectionSettings(0.5, 0.0, NO_GLOSSARY),
     "headings 0.25 + demote": SectionSettings(0.25, 0.0, NO_GLOSSARY),
+    # 2026-12-06, sixth session: sections cut at the headings within a page (spans)
+    "DEFAULT (whole pages, main section)": SectionSettings(),
+    "spans, main section": SectionSettings(units="spans", credit="dominant"),
+    "spans, share-weighted": SectionSettings(units="spans", credit="share"),
+    "spans, best section holding >= 1/4": SectionSettings(units="spans", credit="max"),
+    "spans, best section held": SectionSettings(units="spans", credit="any"),
+    "spans, main section, w=0.5": SectionSettings(section_weight=0.5, units="spans", credit="dominant"),
 }
 
 
@@ -53,6 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("store")
     ap.add_argument("questions")
     ap.add_argument("--base", default="route:rrf:bm25+dense")
+    ap.add_argument("--only", default="", help="variants whose name holds this text (and base)")
     a = ap.parse_args(argv)
     s = Searcher(a.store, auto_build=False)
     qs = [q for q in read_questions(a.questions) if q.answerability == "answerable" and q.evidence]
@@ -60,6 +68,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{a.questions}: {len(qs)} answerable, base {a.base}")
     print(f"{'variant':44} {'Hit@1':>6} {'Hit@3':>6} {'MRR':>6} {'R@10':>6}")
     for name, v in VARIANTS.items():
+        if a.only and v is not None and a.only not in name:
+            continue
         h1 = h3 = mrr = r10 = 0.0
         for q, hits in bases:
             ranked = [h.page_id for h in (hits if v is None else section_rank(s, q.question, hits, v))]

@@ -197,3 +197,41 @@ def test_mined_pairs_on_the_real_nz_and_eu_pages(nz_eu_store: Path) -> None:
     assert strip_number("A guide to ladders") == "A guide to ladders"
     few = sample(list(pairs.values()), 5)
     assert len(few) == 10 and few == sample(list(pairs.values()), 5)  # 5 per document, seeded
+
+
+def test_spans_cut_a_page_where_its_headings_begin() -> None:
+    """A page's text is cut at each heading after the first, found across line breaks and case;
+    a heading missing from the text adds its stretch to the one before."""
+    from sourcepage.retrieval.sections import _spans
+
+    raw = "end of article 9 text.\nArticle 10\nObligations of\nmanufacturers\n1. Manufacturers shall ensure"
+    a9, a10, gone = f"Ch II{SEP}Article 9 Scope", f"Ch II{SEP}Article 10 Obligations of manufacturers", "X"
+    cut = _spans(raw, [a9, a10])
+    assert [(p, raw[b:e][:10]) for p, b, e in cut] == [(a9, "end of art"), (a10, "Article 10")]
+    assert cut[-1][2] == len(raw) and cut[0][2] == cut[1][1]
+    assert _spans(raw, [a9, f"Ch II{SEP}Article 99 Missing", a10]) == cut
+    assert _spans(raw, [gone]) == [(gone, 0, len(raw))] and _spans(raw, []) == []
+
+
+def test_section_spans_on_a_real_page(nz_eu_store: Path) -> None:
+    """EU p.18 holds Articles 6–9 and the start of Article 10: only its Article 10 stretch joins
+    Article 10's section (with p.19 whole and p.20's first stretch), so that section's text no
+    longer holds Article 7's, and p.18 is credited by share."""
+    from sourcepage.retrieval.sections import section_index
+
+    searcher = Searcher(nz_eu_store)
+    idx = section_index(searcher, spans=True)
+    eu = "eu-reg-2023-1230-machinery"
+    title = "Article 10 Obligations of manufacturers of machinery and related products"
+    art10 = next(i for i, (d, p) in enumerate(idx.keys) if d == eu and p.endswith(title))
+    held = {p: w for p, spans in idx.spans_of.items() for i, w in spans if i == art10}
+    assert set(held) == {f"{eu}#p18", f"{eu}#p19", f"{eu}#p20"}
+    assert held[f"{eu}#p19"] == 1.0 and 0.2 < held[f"{eu}#p18"] < 0.6 and held[f"{eu}#p20"] < 1.0
+    whole = section_index(searcher, spans=False)
+    assert whole.section_of[f"{eu}#p18"] == whole.section_of[f"{eu}#p19"]
+    q = "Article 7 safety components"
+    pages = [f"{eu}#p18", f"{eu}#p19"]
+    share = idx.credits(q, pages, "share")
+    assert share[f"{eu}#p18"] > share.get(f"{eu}#p19", 0.0)
+    with pytest.raises(ValueError, match="credit must be one of"):
+        SectionSettings(credit="best")

@@ -69,7 +69,7 @@ def _section_columns(searcher: Searcher, query: str, pages: list[str]) -> list[n
     """``sect_rr``, ``head`` and ``listing`` of the candidate pages (module docstring)."""
     from sourcepage.retrieval.sections import asked_kinds, heading_scores, section_index
 
-    ranks = section_index(searcher).ranks(query, pages)
+    ranks = section_index(searcher, spans=False).ranks(query, pages)  # as the shipped model was fitted
     heads = heading_scores(searcher, query, pages)
     structure = searcher.structure()
     listing = set(LISTING) - asked_kinds(query)

@@ -10,9 +10,11 @@ hold), each page scores
 
 with k = 60 as in RRF. The section rank orders the candidates' sections in a BM25 index of
 whole sections (the pages sharing a heading path, joined: a rule that starts on one page and
-ends on the next is one unit). The heading rank orders the candidates by the idf-weighted share of
-the question's content words found in the page's headings (every heading of every section
-path covering the page), stemmed, stop words off; a page without any is not ranked there.
+ends on the next is one unit; with ``units="spans"`` each stretch of a page from a heading to
+the next joins its own section instead, a measured option that is not the default). The
+heading rank orders the candidates by the idf-weighted share of the question's content words
+found in the page's headings (every heading of every section path covering the page),
+stemmed, stop words off; a page without any is not ranked there.
 Then pages whose kind is in ``demote`` (contents, index, amendment lists, change tables,
 glossaries, an act's recitals) follow the others unless the question asks for that kind
 ("which amendments", "glossary", "index", "why"/"purpose" for recitals; recitals since
@@ -62,6 +64,9 @@ _ASKS = {
 }
 
 
+CREDITS = ("dominant", "share", "max", "any")
+
+
 @dataclass(frozen=True)
 class SectionSettings:
     """The stage's settings (its ``settings_type``, experiment.yaml section ``sect``): the
@@ -74,6 +79,20 @@ class SectionSettings:
     section_weight: float = 0.25
     #: candidate pages taken from the base ranking
     depth: int = 50
+    #: "pages": a page joins its main section whole; "spans": each stretch of the page (heading
+    #: to next heading) joins its own section (2026-12-06: lost 4 construction dev questions
+    #: at rank 1, so not the default)
+    units: str = "pages"
+    #: how the sections a page holds credit it (spans only): "dominant" (its main section's
+    #: 1/(k + rank)), "share" (Σ share · 1/(k + rank)), "max" (the best of those holding a
+    #: quarter of the page or more), "any" (the best of all)
+    credit: str = "dominant"
+
+    def __post_init__(self) -> None:
+        if self.units not in ("pages", "spans"):
+            raise ValueError(f"units must be pages or spans, got {self.units!r}")
+        if self.credit not in CREDITS:
+            raise ValueError(f"credit must be one of {', '.join(CREDITS)}, got {self.credit!r}")
 
 
 SETTINGS = SectionSettings()
@@ -135,18 +154,35 @@ class _SectionIndex:
     one-shot search would otherwise pay. Written to a temporary folder and renamed; where the
     store cannot be written (a read-only mount) the index lives in memory only."""
 
-    def __init__(self, searcher: Searcher):
+    def __init__(self, searcher: Searcher, spans: bool = False):
         structure = sorted(searcher.structure().items())
-        groups: dict[tuple[str, str], list[str]] = {}
-        for pid, (sec, _, _) in structure:
+        #: unit (document, heading path) → [(page id, start, end)] of the raw text it holds
+        groups: dict[tuple[str, str], list[tuple[str, int, int]]] = {}
+        #: page id → [(unit key, share of the page's characters)]
+        shares: dict[str, list[tuple[tuple[str, str], float]]] = {}
+        texts_of: dict[str, Sequence[str]] = {}
+        for pid, (sec, paths, _) in structure:
             doc, _, n = pid.rpartition("#p")
-            groups.setdefault((doc, sec or f"#p{n}"), []).append(pid)
+            if spans and doc not in texts_of:
+                texts_of[doc] = searcher.store.page_texts(doc, "raw")
+            raw = texts_of[doc][int(n) - 1] if spans else ""
+            cuts = _spans(raw, json.loads(paths or "[]")) if spans else []
+            if not cuts:
+                cuts = [(sec or f"#p{n}", 0, len(raw))]
+            total = sum(e - b for _, b, e in cuts) or 1
+            for path, b, e in cuts:
+                groups.setdefault((doc, path), []).append((pid, b, e))
+                shares.setdefault(pid, []).append(((doc, path), (e - b) / total if spans else 1.0))
         self.keys = list(groups)
-        self.section_of = {p: i for i, k in enumerate(self.keys) for p in groups[k]}
+        index = {k: i for i, k in enumerate(self.keys)}
+        self.spans_of = {p: [(index[k], w) for k, w in v] for p, v in shares.items()}
+        self.section_of = {p: max(v, key=lambda x: (x[1], -x[0]))[0] for p, v in self.spans_of.items()}
         key = hashlib.sha256(
-            json.dumps([searcher.store.chunk_fingerprint("raw"), structure]).encode()
+            json.dumps(
+                [searcher.store.chunk_fingerprint("raw"), structure, *(["spans"] if spans else [])]
+            ).encode()
         ).hexdigest()[:20]
-        root = searcher.store.path / "indexes" / "raw" / "sections"
+        root = searcher.store.path / "indexes" / "raw" / ("spans" if spans else "sections")
         folder = root / key
         params = bm25.Bm25Params(variant="lucene")
         if (folder / "keys.json").is_file() and json.loads((folder / "keys.json").read_text()) == [
@@ -154,16 +190,20 @@ class _SectionIndex:
         ]:
             self.model = bm25.load(folder, params)
         else:
-            tokens = [tokenize(t, _TOKENS) or ["\u2205"] for t in self._texts(searcher, groups)]
+            texts = []
+            for doc, path in self.keys:
+                pages = searcher.store.page_texts(doc, "raw")
+                texts.append(
+                    "\n".join(
+                        pages[int(p.rpartition("#p")[2]) - 1][b:e]
+                        if spans
+                        else pages[int(p.rpartition("#p")[2]) - 1]
+                        for p, b, e in groups[(doc, path)]
+                    )
+                )
+            tokens = [tokenize(t, _TOKENS) or ["\u2205"] for t in texts]
             self.model = self._persist(tokens, root, folder, params)
         self.known = self.model.term_df()
-
-    def _texts(self, searcher: Searcher, groups: dict[tuple[str, str], list[str]]) -> list[str]:
-        texts = []
-        for doc, sec in self.keys:
-            pages = searcher.store.page_texts(doc, "raw")
-            texts.append("\n".join(pages[int(p.rpartition("#p")[2]) - 1] for p in groups[(doc, sec)]))
-        return texts
 
     def _persist(
         self, tokens: list[list[str]], root: Path, folder: Path, params: bm25.Bm25Params
@@ -183,24 +223,89 @@ class _SectionIndex:
                 shutil.rmtree(old, ignore_errors=True)
         return bm25.load(folder, params)
 
-    def ranks(self, query: str, pages: Sequence[str]) -> dict[str, int]:
-        """Rank (1 = best) of each page's section among the sections of ``pages``."""
+    def _order(self, query: str, pages: Sequence[str]) -> dict[int, int]:
+        """Rank (1 = best, score > 0) of every section touching ``pages``."""
         q = [t for t in tokenize(query, _TOKENS) if t in self.known]
         if not q:
             return {}
         scores = bm25.scores(self.model, q)
-        secs = sorted(
-            {self.section_of[p] for p in pages if p in self.section_of}, key=lambda i: (-scores[i], i)
-        )
-        rank = {i: r for r, i in enumerate(secs, 1) if scores[i] > 0}
+        secs = sorted({i for p in pages for i, _ in self.spans_of.get(p, ())}, key=lambda i: (-scores[i], i))
+        return {i: r for r, i in enumerate(secs, 1) if scores[i] > 0}
+
+    def ranks(self, query: str, pages: Sequence[str]) -> dict[str, int]:
+        """Rank (1 = best) of each page's main section among the sections of ``pages``."""
+        rank = self._order(query, pages)
         return {p: rank[self.section_of[p]] for p in pages if self.section_of.get(p) in rank}
 
+    def credits(self, query: str, pages: Sequence[str], mode: str = "dominant") -> dict[str, float]:
+        """Each page's section credit from the ranks of the sections it holds
+        (``SectionSettings.credit``; "dominant" is 1/(k + its main section's rank))."""
+        rank = self._order(query, pages)
+        out: dict[str, float] = {}
+        for p in pages:
+            spans = self.spans_of.get(p, ())
+            if mode == "dominant":
+                vals = [1.0 / (RRF_K + rank[i]) for i in (self.section_of.get(p),) if i in rank]
+            elif mode in ("max", "any"):
+                least = 0.25 if mode == "max" else 0.0
+                vals = [
+                    max((1.0 / (RRF_K + rank[i]) for i, w in spans if i in rank and w >= least), default=0.0)
+                ]
+            else:
+                vals = [w / (RRF_K + rank[i]) for i, w in spans if i in rank]
+            if vals and sum(vals) > 0:
+                out[p] = sum(vals)
+        return out
 
-def section_index(searcher: Searcher) -> _SectionIndex:
-    """The searcher's section index, loaded (or built) on first use."""
-    idx = searcher.__dict__.get("_section_index")
+
+_TITLE_KEY = 25
+
+
+def _squash(text: str) -> tuple[str, list[int]]:
+    """``text`` casefolded with each run of white space as one space, and each character's
+    position in ``text`` (headings are joined from several lines; the page keeps the breaks)."""
+    out: list[str] = []
+    where: list[int] = []
+    space = True
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            if not space:
+                out.append(" ")
+                where.append(i)
+            space = True
+        else:
+            out.append(ch.casefold())
+            where.append(i)
+            space = False
+    return "".join(out), where
+
+
+def _spans(raw: str, paths: Sequence[str]) -> list[tuple[str, int, int]]:
+    """The page's raw text cut where each heading path after the first begins: (path, start,
+    end) per stretch. The first path (often carried over from the page before) starts at 0; a
+    heading whose title is not found on the page adds its stretch to the one before."""
+    if len(paths) < 2:
+        return [(paths[0], 0, len(raw))] if paths else []
+    flat, where = _squash(raw)
+    starts = [(paths[0], 0)]
+    cursor = 0
+    for path in paths[1:]:
+        key = _squash(path.split(SEP)[-1])[0][:_TITLE_KEY].strip()
+        at = flat.find(key, cursor) if key else -1
+        if at < 0:
+            continue
+        cursor = at + 1
+        starts.append((path, where[at]))
+    ends = [b for _, b in starts[1:]] + [len(raw)]
+    return [(path, b, e) for (path, b), e in zip(starts, ends, strict=True) if e > b]
+
+
+def section_index(searcher: Searcher, spans: bool = False) -> _SectionIndex:
+    """The searcher's section index (of whole pages, or of spans), loaded or built on first use."""
+    name = "_section_index_spans" if spans else "_section_index"
+    idx = searcher.__dict__.get(name)
     if idx is None:
-        idx = searcher.__dict__["_section_index"] = _SectionIndex(searcher)
+        idx = searcher.__dict__[name] = _SectionIndex(searcher, spans)
     return idx
 
 
@@ -223,14 +328,17 @@ def section_rank(
     base_rr = {h.page_id: 1.0 / (RRF_K + h.rank) for h in top}
     heads = heading_scores(searcher, query, [h.page_id for h in top]) if settings.heading_weight else {}
     head_rank = {p: r for r, p in enumerate(sorted(heads, key=lambda p: (-heads[p], p)), 1)}
-    secs = section_index(searcher).ranks(query, list(base_rr)) if settings.section_weight else {}
+    secs = (
+        section_index(searcher, settings.units == "spans").credits(query, list(base_rr), settings.credit)
+        if settings.section_weight
+        else {}
+    )
     score: dict[str, float] = {}
     for h in top:
         s = h.score
         if h.page_id in head_rank:
             s += settings.heading_weight / (RRF_K + head_rank[h.page_id])
-        if h.page_id in secs:
-            s += settings.section_weight / (RRF_K + secs[h.page_id])
+        s += settings.section_weight * secs.get(h.page_id, 0.0)
         if settings.neighbour:
             s += settings.neighbour * max((base_rr.get(n, 0.0) for n in _neighbours(h.page_id)), default=0.0)
         score[h.page_id] = s
