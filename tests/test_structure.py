@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sourcepage.corpus.structure import SEP, Line, detect_headings, document_structure
+from sourcepage.corpus.structure import SEP, Line, detect_headings, document_structure, page_spans
 from sourcepage.ingest import ingest
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher
@@ -202,15 +202,13 @@ def test_mined_pairs_on_the_real_nz_and_eu_pages(nz_eu_store: Path) -> None:
 def test_spans_cut_a_page_where_its_headings_begin() -> None:
     """A page's text is cut at each heading after the first, found across line breaks and case;
     a heading missing from the text adds its stretch to the one before."""
-    from sourcepage.retrieval.sections import _spans
-
     raw = "end of article 9 text.\nArticle 10\nObligations of\nmanufacturers\n1. Manufacturers shall ensure"
     a9, a10, gone = f"Ch II{SEP}Article 9 Scope", f"Ch II{SEP}Article 10 Obligations of manufacturers", "X"
-    cut = _spans(raw, [a9, a10])
+    cut = page_spans(raw, [a9, a10])
     assert [(p, raw[b:e][:10]) for p, b, e in cut] == [(a9, "end of art"), (a10, "Article 10")]
     assert cut[-1][2] == len(raw) and cut[0][2] == cut[1][1]
-    assert _spans(raw, [a9, f"Ch II{SEP}Article 99 Missing", a10]) == cut
-    assert _spans(raw, [gone]) == [(gone, 0, len(raw))] and _spans(raw, []) == []
+    assert page_spans(raw, [a9, f"Ch II{SEP}Article 99 Missing", a10]) == cut
+    assert page_spans(raw, [gone]) == [(gone, 0, len(raw))] and page_spans(raw, []) == []
 
 
 def test_section_spans_on_a_real_page(nz_eu_store: Path) -> None:
@@ -235,3 +233,21 @@ def test_section_spans_on_a_real_page(nz_eu_store: Path) -> None:
     assert share[f"{eu}#p18"] > share.get(f"{eu}#p19", 0.0)
     with pytest.raises(ValueError, match="credit must be one of"):
         SectionSettings(credit="best")
+
+
+def test_a_hit_shows_the_section_of_its_passage(nz_eu_store: Path) -> None:
+    """NZ p.43 holds the end of s 44 and ss 45–47 and is filed under s 47 (most of its lines):
+    a hit shows the section of its passage — the chunk holding "45 Duties of workers" s 45,
+    the one starting at s 46 s 46 — and, without a chunk, the page's section."""
+    searcher = Searcher(nz_eu_store)
+    page = "nz-hswa-2015#p43"
+    (c1, t1), (c2, t2), *_ = searcher.store.page_chunks("raw", page)
+    assert "Duties of workers" in t1 and t2.split("\n")[1].startswith("46 Duties of other persons")
+    assert searcher.page_section(page)[0].endswith("47 Offence of reckless conduct in respect of duty")
+    assert searcher.page_section(page, c1)[0].endswith("45 Duties of workers")
+    assert searcher.page_section(page, c2)[0].endswith("46 Duties of other persons at workplace")
+    assert searcher.page_section(page, "no such chunk") == searcher.page_section(page)
+    one = "nz-hswa-2015#p42"  # a page whose every chunk is in s 44
+    assert {searcher.page_section(one, c)[0] for c, _ in searcher.store.page_chunks("raw", one)} == {
+        searcher.page_section(one)[0]
+    }

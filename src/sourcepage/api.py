@@ -271,7 +271,7 @@ class SearchService:
                     passage,
                     tuple(highlight_spans(passage, set(query.terms))),
                     tuple((d, sim, s.documents[parse_page_id(d.page_id)[0]]) for d, sim in dups),
-                    *s.page_section(h.page_id),
+                    *s.page_section(h.page_id, h.chunk_id),
                     *s.store.page_marks(*parse_page_id(h.page_id)),
                 )
             )

@@ -115,7 +115,8 @@ class PageHit:
     passage: str = ""
     highlights: tuple[tuple[int, int], ...] = ()
     duplicates: tuple[tuple[Hit, float, Document], ...] = ()
-    #: the page's heading path and kind (corpus.structure; '' where unknown)
+    #: the heading path of the passage (the stretch of the page its chunk overlaps most;
+    #: ``Searcher.page_section``) and the page's kind (corpus.structure; '' where unknown)
     section: str = ""
     page_kind: str = ""
     #: the printed page number read from the page (corpus.pagelabels; '' unknown) and the

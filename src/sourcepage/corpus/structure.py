@@ -14,6 +14,9 @@ contents), ``index`` (back-of-book indexes), ``glossary`` (definition lists titl
 ``amendments`` (amendments to other enactments: "Replace section 90E(1) with:") and
 ``change_table`` (correlation tables, amendment histories), ``recitals`` (the numbered
 "(28) Economic operators should …" reasons before an act's Article 1). Retrieval may demote them.
+
+``page_spans`` cuts a page's text where each of its headings begins, for the section of a
+hit's passage and the section index's span option (``retrieval.sections``).
 """
 
 from __future__ import annotations
@@ -354,3 +357,31 @@ def section_text(structure: PageStructure) -> str:
     """The searchable heading text of a page: every heading of every path covering it."""
     titles = dict.fromkeys(t for p in structure.sections for t in p.split(SEP))
     return "\n".join(titles)
+
+
+_TITLE_KEY = 25
+
+
+def page_spans(text: str, paths: Sequence[str]) -> list[tuple[str, int, int]]:
+    """The page's text cut where each heading path after the first begins: (path, start, end)
+    per stretch. A heading is found by the first 25 characters of its last title, white space
+    runs and case ignored (a title is joined from several lines; the page keeps the breaks).
+    The first path (often carried over from the page before) starts at 0; a heading whose
+    title is not found on the page adds its stretch to the one before."""
+    if len(paths) < 2:
+        return [(paths[0], 0, len(text))] if paths else []
+    starts = [(paths[0], 0)]
+    cursor = 0
+    for path in paths[1:]:
+        words = " ".join(path.split(SEP)[-1].split())[:_TITLE_KEY].split()
+        found = (
+            re.compile(r"\s+".join(map(re.escape, words)), re.IGNORECASE).search(text, cursor)
+            if words
+            else None
+        )
+        if found is None:
+            continue
+        cursor = found.start() + 1
+        starts.append((path, found.start()))
+    ends = [b for _, b in starts[1:]] + [len(text)]
+    return [(path, b, e) for (path, b), e in zip(starts, ends, strict=True) if e > b]

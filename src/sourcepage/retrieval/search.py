@@ -7,6 +7,7 @@ index raises IndexMissing (naming the command to run).
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -15,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from sourcepage.records import Document, Hit, Ranking
+from sourcepage.corpus.structure import page_spans
+from sourcepage.records import Document, Hit, Ranking, parse_page_id
 from sourcepage.retrieval.filters import Filters, check_filters, matches
 from sourcepage.retrieval.index import IndexDamaged, IndexMissing, LoadedIndex, build_index, load_index
 from sourcepage.retrieval.methods import Method, parse_method
@@ -169,10 +171,28 @@ class Searcher:
                 self._structure = self.store.page_structure()
             return self._structure
 
-    def page_section(self, page_id: str) -> tuple[str, str]:
-        """(heading path, page kind) of a page; empty strings where none is known."""
-        sec, _, kind = self.structure().get(page_id, ("", "[]", ""))
+    def page_section(self, page_id: str, chunk_id: str = "") -> tuple[str, str]:
+        """(heading path, page kind) of a page; empty strings where none is known. With
+        ``chunk_id`` (a hit's passage) the path is that of the stretch of the page the chunk
+        overlaps most (``corpus.structure.page_spans``): on a page that holds several sections
+        the passage's own, not the one covering most of the page."""
+        sec, paths, kind = self.structure().get(page_id, ("", "[]", ""))
+        if chunk_id and len(held := json.loads(paths or "[]")) > 1:
+            sec = self._passage_section(page_id, chunk_id, held) or sec
         return sec, kind
+
+    def _passage_section(self, page_id: str, chunk_id: str, paths: list[str]) -> str:
+        chunk = self.store.chunk(self.version, chunk_id)
+        doc_id, n = parse_page_id(page_id)
+        row = self.store.page(doc_id, n)
+        if chunk is None or row is None:
+            return ""
+        text = row["raw" if self.version == "raw" else "cleaned"]
+        where = [(b, e) for p, b, e in chunk.spans if p == n]
+        cuts = page_spans(text, paths)
+        overlap = {path: sum(max(0, min(e, e0) - max(b, b0)) for b, e in where) for path, b0, e0 in cuts}
+        best = max(overlap, key=lambda p: overlap[p], default="")  # the first of equals
+        return best if overlap.get(best) else ""
 
     def rank(
         self, query: str, method: str | Method = "bm25", k: int | None = 20, filters: Filters | None = None

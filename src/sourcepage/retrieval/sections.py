@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sourcepage.corpus.structure import SEP
+from sourcepage.corpus.structure import SEP, page_spans
 from sourcepage.records import Hit, page_id, renumber
 from sourcepage.retrieval import bm25
 from sourcepage.retrieval.bm25 import idf as bm25_idf
@@ -166,7 +166,7 @@ class _SectionIndex:
             if spans and doc not in texts_of:
                 texts_of[doc] = searcher.store.page_texts(doc, "raw")
             raw = texts_of[doc][int(n) - 1] if spans else ""
-            cuts = _spans(raw, json.loads(paths or "[]")) if spans else []
+            cuts = page_spans(raw, json.loads(paths or "[]")) if spans else []
             if not cuts:
                 cuts = [(sec or f"#p{n}", 0, len(raw))]
             total = sum(e - b for _, b, e in cuts) or 1
@@ -256,48 +256,6 @@ class _SectionIndex:
             if vals and sum(vals) > 0:
                 out[p] = sum(vals)
         return out
-
-
-_TITLE_KEY = 25
-
-
-def _squash(text: str) -> tuple[str, list[int]]:
-    """``text`` casefolded with each run of white space as one space, and each character's
-    position in ``text`` (headings are joined from several lines; the page keeps the breaks)."""
-    out: list[str] = []
-    where: list[int] = []
-    space = True
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            if not space:
-                out.append(" ")
-                where.append(i)
-            space = True
-        else:
-            out.append(ch.casefold())
-            where.append(i)
-            space = False
-    return "".join(out), where
-
-
-def _spans(raw: str, paths: Sequence[str]) -> list[tuple[str, int, int]]:
-    """The page's raw text cut where each heading path after the first begins: (path, start,
-    end) per stretch. The first path (often carried over from the page before) starts at 0; a
-    heading whose title is not found on the page adds its stretch to the one before."""
-    if len(paths) < 2:
-        return [(paths[0], 0, len(raw))] if paths else []
-    flat, where = _squash(raw)
-    starts = [(paths[0], 0)]
-    cursor = 0
-    for path in paths[1:]:
-        key = _squash(path.split(SEP)[-1])[0][:_TITLE_KEY].strip()
-        at = flat.find(key, cursor) if key else -1
-        if at < 0:
-            continue
-        cursor = at + 1
-        starts.append((path, where[at]))
-    ends = [b for _, b in starts[1:]] + [len(raw)]
-    return [(path, b, e) for (path, b), e in zip(starts, ends, strict=True) if e > b]
 
 
 def section_index(searcher: Searcher, spans: bool = False) -> _SectionIndex:
