@@ -323,7 +323,7 @@ def test_search_table_keeps_the_title_beside_a_long_authority() -> None:
 
 def test_piped_quotes_hold_only_the_chosen_sentences(monkeypatch: pytest.MonkeyPatch) -> None:
     from sourcepage.cli._common import out
-    from sourcepage.cli.retrieval import _print_quotes, chosen
+    from sourcepage.cli.quotes import chosen, print_quotes
 
     text = "Context before. The chosen one says it. More context. A second chosen one."
     a = text.index("The chosen")
@@ -340,14 +340,14 @@ def test_piped_quotes_hold_only_the_chosen_sentences(monkeypatch: pytest.MonkeyP
     }
     monkeypatch.setattr(out, "no_color", True)  # as in a pipe, also when pytest runs on a terminal
     with out.capture() as cap:
-        _print_quotes(res)
+        print_quotes(res)
     printed = cap.get()
     assert "\u201c… The chosen one says it. …\u201d [doc p. 3]" in printed and "Context before" not in printed
 
 
 def test_quotes_from_several_jurisdictions_name_theirs(monkeypatch: pytest.MonkeyPatch) -> None:
     from sourcepage.cli._common import out
-    from sourcepage.cli.retrieval import _print_quotes
+    from sourcepage.cli.quotes import print_quotes
 
     quote = {"text": "Only a lock isolates.", "spans": [[0, 21]]}
     res = {
@@ -361,10 +361,16 @@ def test_quotes_from_several_jurisdictions_name_theirs(monkeypatch: pytest.Monke
     }
     monkeypatch.setattr(out, "no_color", True)
     with out.capture() as cap:
-        _print_quotes(res)
+        print_quotes(res)
     printed = cap.get()
     assert "[osha p. 3] (US)" in printed and "[nsw p.44] (AU-NSW)" in printed
     res["answer"]["quotes"][1]["jurisdiction"] = "US"  # one jurisdiction: the citation alone
     with out.capture() as cap:
-        _print_quotes(res)
+        print_quotes(res)
     assert "(US)" not in cap.get()
+    res["answer"]["quotes"][1]["section"] = "Part 4 › 4.5. Isolating energy sources"
+    with out.capture() as cap:
+        print_quotes(res)
+    printed = cap.get()
+    assert "[nsw p.44] · 4.5. Isolating energy sources" in printed and "Part 4" not in printed
+    assert "[osha p. 3]\n" in printed  # no section: the citation alone

@@ -251,3 +251,37 @@ def test_a_hit_shows_the_section_of_its_passage(nz_eu_store: Path) -> None:
     assert {searcher.page_section(one, c)[0] for c, _ in searcher.store.page_chunks("raw", one)} == {
         searcher.page_section(one)[0]
     }
+
+
+def test_a_quote_names_the_section_it_stands_under(nz_eu_store: Path) -> None:
+    """A quote's ``section`` is the heading path where its first chosen unit begins on the page
+    (found across line breaks, or by its last words when its start was tidied away): on NZ p.43
+    s 45's duty of workers, s 47's offence; the hit's section when the unit is not found."""
+    from sourcepage.query import PageHit
+    from sourcepage.records import Hit
+    from sourcepage.support.answer import quote_section
+    from sourcepage.text.sentences import locate
+
+    searcher = Searcher(nz_eu_store)
+    page = "nz-hswa-2015#p43"
+    raw = searcher.store.page("nz-hswa-2015", 43)["raw"]
+    sec, _ = searcher.page_section(page)
+    hit = PageHit(
+        Hit(1, page, 1.0, page + "#c1"), searcher.documents["nz-hswa-2015"], section=sec,
+        sections=searcher.page_sections(page),
+    )  # fmt: skip
+    duty = "While at work, a worker must— (a) take reasonable care for his or her own health and safety"
+    assert locate(raw, duty) == raw.index("While at work")
+    assert quote_section(raw, duty, hit).endswith("45 Duties of workers")
+    offence = (
+        "A person commits an offence against this section if the person— (a) has a duty under subpart 2 or 3"
+    )
+    assert locate(raw, offence) == raw.index("A person commits an offence against this section")
+    assert quote_section(raw, offence, hit).endswith("47 Offence of reckless conduct in respect of duty")
+    tidied = "Page 12 of 300 " + duty  # its first words not on the page: found by its last
+    assert locate(raw, tidied) == raw.index("or her own health and safety")  # its last six words
+    assert quote_section(raw, tidied, hit).endswith("45 Duties of workers")
+    assert locate(raw, "words that are not on this page at all") == -1
+    assert quote_section(raw, "words that are not on this page at all", hit) == sec
+    one = PageHit(hit.hit, hit.document, section="only", sections=("only",))
+    assert quote_section(raw, duty, one) == "only"

@@ -123,6 +123,8 @@ class PageHit:
     #: mean OCR confidence where the text was read by OCR (None: the PDF's text layer)
     page_label: str = ""
     ocr_confidence: float | None = None
+    #: every heading path covering part of the page, in page order (where its quotes stand)
+    sections: tuple[str, ...] = ()
 
     @property
     def page(self) -> str:

@@ -26,6 +26,7 @@ from sourcepage.cli._common import (
     ray_executor,
     ticker,
 )
+from sourcepage.cli.quotes import print_quotes
 
 
 def index(
@@ -374,7 +375,7 @@ def search(
         return
     out.print(_results_table(res, version, question, out.width))
     _print_decision(res)
-    _print_quotes(res)
+    print_quotes(res)
     _print_passages(res)
 
 
@@ -404,41 +405,6 @@ def _print_decision(res: dict) -> None:
                 style="dim",
             )
         )
-
-
-def _print_quotes(res: dict) -> None:
-    """The answer's supporting quotes (or the reviewer's draft quotes) with citations: on a
-    terminal the whole passage, its chosen sentences in bold; without styles (a pipe, a
-    file) only the chosen sentences, so the quotation marks never hold context read as quote."""
-    ans = res.get("answer") or {}
-    if ans.get("quotes"):
-        label = "supporting quotes" if ans["status"] == "answer" else "draft quotes for the reviewer"
-        found = "" if ans.get("fact_found", True) else f" — none states what was asked: {ans['asked']}"
-        out.print(Text(f"\n{label}{found}:", style="bold"))
-        several = len({q.get("jurisdiction") for q in ans["quotes"]}) > 1  # a comparison's sides
-        for q in ans["quotes"]:
-            spans = [tuple(s) for s in q.get("spans", [])]
-            cite = q["citation"] + (f" ({q.get('jurisdiction')})" if several else "")
-            if spans and (out.no_color or not out.is_terminal):
-                out.print(Text(f"  \u201c{chosen(q['text'], spans)}\u201d {cite}"), highlight=False)
-                continue
-            line = Text(f"  \u201c{q['text']}\u201d {cite}")
-            for a, b in spans:  # the chosen sentences of the passage, in bold
-                line.stylize("bold", a + 3, b + 3)
-            out.print(line, highlight=False)
-
-
-def chosen(text: str, spans: list[tuple[int, int]]) -> str:
-    """The spans of ``text`` in order, "…" where text lies between or around them."""
-    parts, end = [], 0
-    for a, b in sorted(spans):
-        if text[end:a].strip():
-            parts.append("…")
-        parts.append(text[a:b].strip())
-        end = b
-    if text[end:].strip():
-        parts.append("…")
-    return " ".join(parts)
 
 
 def _print_passages(res: dict) -> None:

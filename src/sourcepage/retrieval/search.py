@@ -176,10 +176,14 @@ class Searcher:
         ``chunk_id`` (a hit's passage) the path is that of the stretch of the page the chunk
         overlaps most (``corpus.structure.page_spans``): on a page that holds several sections
         the passage's own, not the one covering most of the page."""
-        sec, paths, kind = self.structure().get(page_id, ("", "[]", ""))
-        if chunk_id and len(held := json.loads(paths or "[]")) > 1:
-            sec = self._passage_section(page_id, chunk_id, held) or sec
+        sec, _, kind = self.structure().get(page_id, ("", "[]", ""))
+        if chunk_id and len(held := self.page_sections(page_id)) > 1:
+            sec = self._passage_section(page_id, chunk_id, list(held)) or sec
         return sec, kind
+
+    def page_sections(self, page_id: str) -> tuple[str, ...]:
+        """Every heading path covering part of a page, in page order (corpus.structure)."""
+        return tuple(json.loads(self.structure().get(page_id, ("", "[]", ""))[1] or "[]"))
 
     def _passage_section(self, page_id: str, chunk_id: str, paths: list[str]) -> str:
         chunk = self.store.chunk(self.version, chunk_id)

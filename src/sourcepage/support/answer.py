@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from sourcepage.corpus.structure import page_spans
 from sourcepage.query import PageHit, Query
 from sourcepage.store.schema import now
 from sourcepage.support.select import (
@@ -50,7 +51,7 @@ from sourcepage.support.select import (
     score,
 )
 from sourcepage.text.roles import roles_in
-from sourcepage.text.sentences import split_sentences
+from sourcepage.text.sentences import locate, split_sentences
 
 __all__ = ["carrying", "choose", "extract_answer", "log_answer", "split_sentences", "stated"]
 
@@ -248,7 +249,7 @@ def extract_answer(
     page may run two columns' text together: it is quoted (``layout_risk``) but does not
     count as an answer. Returns ``{"status", "asked", "fact_found", "quotes": [{"text",
     "sentences", "spans", "page", "chunk_id", "citation", "jurisdiction", "score", "answers",
-    "layout_risk"}],
+    "layout_risk", "section"}],
     "text"}``: ``text`` is the passage quoted, ``sentences`` the chosen units in it and
     ``spans`` their [start, end) characters in ``text`` (to show them emphasised); ``score``
     is the best of their P(states the answer).
@@ -286,7 +287,7 @@ def extract_answer(
     shown = passages(chosen, cands)
     if status == "answer":
         shown = carrying(shown, threshold)
-    quotes = [_quote(p, fact_found, threshold, mdl is not None) for p in shown]
+    quotes = [_quote(p, fact_found, threshold, mdl is not None, texts) for p in shown]
     out = {
         "status": status if quotes else "none",
         "asked": asked,
@@ -303,10 +304,18 @@ def extract_answer(
     return out
 
 
-def _quote(p: Passage, fact_found: bool, threshold: float, learned: bool) -> dict[str, Any]:
-    """A quote of the answer: the passage, its chosen units and their spans, its citation."""
+def _quote(
+    p: Passage,
+    fact_found: bool,
+    threshold: float,
+    learned: bool,
+    texts: Mapping[str, tuple[str, bool]] | None = None,
+) -> dict[str, Any]:
+    """A quote of the answer: the passage, its chosen units and their spans, its citation,
+    and the heading path its first chosen unit stands under (``quote_section``)."""
     c = p.units[0]
     text = p.text
+    raw = ((texts or {}).get(c.page.page) or ("", False))[0]
     return {
         "text": text,
         "sentences": [u.text for u in p.units],
@@ -320,7 +329,19 @@ def _quote(p: Passage, fact_found: bool, threshold: float, learned: bool) -> dic
         if learned
         else any(u.p >= threshold and not u.risk for u in p.units),
         "layout_risk": c.risk,
+        "section": quote_section(raw, c.text, c.page),
     }
+
+
+def quote_section(raw: str, unit: str, page: PageHit) -> str:
+    """The heading path of the stretch of the page (``corpus.structure.page_spans``) where
+    ``unit`` begins in its raw text ``raw``: "45 Duties of workers" for a quote of s 45 on a
+    page filed under s 47. The hit's section where the page holds one path, or the unit is not
+    found in the text."""
+    at = locate(raw, unit) if len(page.sections) > 1 else -1
+    if at < 0:
+        return page.section
+    return next((path for path, b, e in page_spans(raw, page.sections) if b <= at < e), page.section)
 
 
 def log_answer(

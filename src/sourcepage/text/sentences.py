@@ -236,3 +236,14 @@ def quote_units(raw: str) -> tuple[tuple[int, Quotable], ...]:
         if len(text.split()) >= 3:
             out.append((j, Quotable(text, u.heading, u.kind, u.bullet)))
     return tuple(out)
+
+
+def locate(raw: str, unit: str, words: int = 6) -> int:
+    """Where a quoted unit (``tidy``'s text) stands in its page's raw text: the start of its
+    first ``words`` words with any white space between them, else of its last ``words`` words
+    (a running header or paragraph number was cut from its start); -1 when neither is found."""
+    parts = unit.split()
+    for probe in (parts[:words], parts[-words:]):
+        if probe and (m := re.search(r"\s+".join(map(re.escape, probe)), raw)):
+            return m.start()
+    return -1
