@@ -135,7 +135,7 @@ def test_eval_report_gives_the_means_of_the_ratings_a_set_carries(tmp_path: Path
 
 def test_a_referral_keeps_each_draft_quotes_jurisdiction() -> None:
     """The reviewer's case page marks each draft quote with its jurisdiction when they span
-    several (a comparison's sides): the referral keeps it."""
+    several (a comparison's sides) and names its section: the referral keeps both."""
     from sourcepage.labels.referrals import _shown
 
     result = {
@@ -146,9 +146,19 @@ def test_a_referral_keeps_each_draft_quotes_jurisdiction() -> None:
         "answer": {
             "text": "…",
             "quotes": [
-                {"text": "Only a lock isolates.", "page": "nsw#p44", "jurisdiction": "AU-NSW"},
+                {
+                    "text": "Only a lock isolates.",
+                    "page": "nsw#p44",
+                    "jurisdiction": "AU-NSW",
+                    "section": "4. Specific control measures › 4.5. Isolating energy sources",
+                },
                 {"text": "A tag alone may do.", "page": "osha#p17", "jurisdiction": "US"},
             ],
         },
     }
-    assert [q["jurisdiction"] for q in _shown(result)["quotes"]] == ["AU-NSW", "US"]
+    shown = _shown(result)["quotes"]
+    assert [q["jurisdiction"] for q in shown] == ["AU-NSW", "US"]
+    assert [q["section"] for q in shown] == [
+        "4. Specific control measures › 4.5. Isolating energy sources",
+        "",
+    ]

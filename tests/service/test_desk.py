@@ -166,6 +166,9 @@ def test_the_desk_form_with_a_session(client: TestClient, fresh_store: Path) -> 
     case = client.get(f"/desk/{rid}").text
     csrf = re.search(r'name="csrf" value="([^"]+)"', case).group(1)
     assert "/pages/" in case and "/image?" in case and "Why the system referred it" in case
+    quotes = referrals.get(fresh_store, rid).shown["quotes"]  # each names its section, when known
+    assert quotes and all("section" in q for q in quotes)
+    assert case.count('class="quote-section"') == sum(1 for q in quotes if q["section"])
     form = {
         "csrf": csrf,
         "decision": "answer",

@@ -107,7 +107,12 @@ def _shown(result: Mapping[str, Any]) -> dict[str, Any]:
         "text_version": result["text_version"],
         "pages": [r["page"] for r in top],
         "quotes": [
-            {"text": q["text"], "page": q["page"], "jurisdiction": q.get("jurisdiction", "")}
+            {
+                "text": q["text"],
+                "page": q["page"],
+                "jurisdiction": q.get("jurisdiction", ""),
+                "section": q.get("section", ""),
+            }
             for q in answer.get("quotes", [])
         ],
         "draft": answer.get("text", ""),
