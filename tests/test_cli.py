@@ -102,7 +102,12 @@ def test_search_prints_passages_and_citations_verbatim(
 ) -> None:
     from sourcepage import api
 
-    monkeypatch.setattr(api, "search", lambda question, store, **kw: _fake_result(question))
+    def fake(question: str, store: Path, **kw: object) -> dict:
+        res = _fake_result(question)
+        res["results"][0]["section"] = "[Part 2] Duties › 45 Duties of workers"
+        return res
+
+    monkeypatch.setattr(api, "search", fake)
     question = "What does [doc p.3] say about [bold]locks[/bold]?"
     res = CliRunner().invoke(app, ["search", question, "--store", str(tmp_path)])
     assert res.exit_code == 0, res.output
@@ -115,6 +120,7 @@ def test_search_prints_passages_and_citations_verbatim(
     assert "12 ms: load 10 (indexes and models) · rank 1.5 · decide 1.0" in out
     assert "none states what was asked: who (a person or role)" in out
     assert "As [doc p.3] says, each [red]lock[/red] is removed by its owner." in out
+    assert "(doc#p3#c1)\n[Part 2] Duties › 45 Duties of workers\nAs [doc p.3]" in out  # its section, verbatim
 
 
 @pytest.mark.parametrize("width", [80, 120, 160, 200])

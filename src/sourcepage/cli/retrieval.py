@@ -408,12 +408,14 @@ def _print_decision(res: dict) -> None:
 
 
 def _print_passages(res: dict) -> None:
-    """The first three pages' passages, the query terms highlighted."""
+    """The first three pages' passages under their section paths, the query terms highlighted."""
     for r in res["results"][:3]:
         plabel = r.get("page_label") or ""
         printed = f", printed p. {plabel}" if plabel and plabel != str(r["page_number"]) else ""
         ocr = f", read by OCR {r['ocr_confidence']:.0f}%" if r.get("ocr_confidence") is not None else ""
         out.print(Text(f"\n[{r['rank']}] {r['page']} ({r['chunk_id']}{printed}{ocr})", style="bold"))
+        if r.get("section"):  # the heading the passage stands under (the table may drop the column)
+            out.print(Text(r["section"], style="dim"))
         if _fields_line(r):
             out.print(Text(_fields_line(r), style="cyan"))
         out.print(_highlight(r["passage"], [tuple(s) for s in r["highlights"]]))
