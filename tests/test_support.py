@@ -115,6 +115,19 @@ def test_check_answer_and_gate() -> None:
     assert two["supported"] and two["asked"] is None  # a person asked, and named
     assert [p["text"] for p in two["parts"]] == ["Who applies the lock", "who removes the lock"]
     assert two["parts"][0]["covered"] and not two["parts"][1]["covered"] and not two["complete"]
+
+    from sourcepage.support.check import question_parts
+
+    # a name is one part ("Health and Safety at Work Act"); a short piece joins as it was said
+    nz = "What duties do officers have under the NZ Health and Safety at Work Act?"
+    assert question_parts(nz) == [nz.rstrip("?")]
+    assert question_parts("What do OSHA and HSE require for first aid and training?") == [
+        "What do OSHA and HSE require for first aid and training"
+    ]
+    assert question_parts("Who may remove a lockout device, and when must the employer be told?") == [
+        "Who may remove a lockout device",
+        "when must the employer be told",
+    ]
     ans, dec = gate(
         q, _quoted(q, "Capacitors must be discharged before testing begins."), Decision("answer", ("P high",))
     )

@@ -61,18 +61,40 @@ def coverage(text: str, quotes: str, weights: Mapping[str, float] | None = None)
 _SPLIT = re.compile(r"\s*(?:[,;:?]|\s—\s|\s-\s|\band\b|\bor\b)\s*", re.IGNORECASE)
 
 
+#: a capitalised word just before "and"/"or", and one just after: a name ("Health and
+#: Safety at Work Act", "OSHA and HSE") that is not cut in two
+_NAME_BEFORE = re.compile(r"\b[A-Z][\w'’-]*$")
+_NAME_AFTER = re.compile(r"[A-Z]")
+
+
+def _pieces(question: str) -> list[tuple[int, int]]:
+    """(start, end) of the pieces of ``question`` between ``_SPLIT``'s separators, except an
+    "and"/"or" inside a name."""
+    out, start = [], 0
+    for m in _SPLIT.finditer(question):
+        word = m.group().strip().lower() in ("and", "or")
+        if word and _NAME_BEFORE.search(question[: m.start()]) and _NAME_AFTER.match(question[m.end() :]):
+            continue
+        out.append((start, m.start()))
+        start = m.end()
+    return [*out, (start, len(question))]
+
+
 def question_parts(question: str) -> list[str]:
     """The parts of a question: pieces between commas, semicolons, colons, dashes and
-    "and"/"or", each with at least two content words (shorter pieces join the previous one)."""
-    parts: list[str] = []
-    for piece in _SPLIT.split(question):
-        piece = piece.strip()
+    "and"/"or" (not inside a name: "Health and Safety"), each with at least two content words;
+    a shorter piece joins the part before it as the question says it ("first aid and
+    training", not "first aid training")."""
+    spans: list[list[int]] = []
+    for a, b in _pieces(question):
+        piece = question[a:b].strip()
         if not piece:
             continue
-        if parts and len(weighted_terms(piece, None)) < 2:
-            parts[-1] = f"{parts[-1]} {piece}"
+        if spans and len(weighted_terms(piece, None)) < 2:
+            spans[-1][1] = b
         else:
-            parts.append(piece)
+            spans.append([a, b])
+    parts = [question[a:b].strip() for a, b in spans]
     return [p for p in parts if weighted_terms(p, None)] or [question.strip()]
 
 
