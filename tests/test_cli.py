@@ -380,3 +380,13 @@ def test_quotes_from_several_jurisdictions_name_theirs(monkeypatch: pytest.Monke
     printed = cap.get()
     assert "[nsw p.44] · 4.5. Isolating energy sources" in printed and "Part 4" not in printed
     assert "[osha p. 3]\n" in printed  # no section: the citation alone
+
+
+def test_the_section_column_keeps_the_heading_number() -> None:
+    """The table's section is the path's last heading cut at its end, so its number stays."""
+    from sourcepage.cli.retrieval import _tail
+
+    art = "CHAPTER II OBLIGATIONS › Article 10 Obligations of manufacturers of machinery and related products"
+    assert _tail({"section": art}) == "Article 10 Obligations of manufacturers…"
+    assert _tail({"section": "Part 2 › Subpart 3 › 45 Duties of workers"}) == "45 Duties of workers"
+    assert _tail({"section": ""}) == _tail({}) == ""

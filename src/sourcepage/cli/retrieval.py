@@ -231,9 +231,10 @@ def _short(value: str, limit: int | None) -> str:
 
 
 def _tail(r: dict) -> str:
-    """A hit's heading path cut to its last 40 characters (the most specific heading)."""
-    sec = r.get("section") or ""
-    return sec if len(sec) <= 40 else "…" + sec[-39:]
+    """A hit's most specific heading (the last of its path) in 40 characters, cut at the end
+    so that its number stays ("Article 10 Obligations of manufacturers…", "45 Duties of workers")."""
+    last = (r.get("section") or "").rpartition(" › ")[2]
+    return _short(last, 40)
 
 
 def _fields_line(r: dict) -> str:
