@@ -273,7 +273,7 @@ class SearchService:
                     tuple((d, sim, s.documents[parse_page_id(d.page_id)[0]]) for d, sim in dups),
                     *s.page_section(h.page_id, h.chunk_id),
                     *s.store.page_marks(*parse_page_id(h.page_id)),
-                    s.page_sections(h.page_id),
+                    sections=s.page_sections(h.page_id),
                 )
             )
         return out

@@ -135,6 +135,11 @@ def ticker(prog: Progress) -> Callable[[str, int, int], None]:
     return tick
 
 
+def shorten(value: str, limit: int | None) -> str:
+    """``value`` cut to ``limit`` characters, ending in "…" when cut (None: whole)."""
+    return value if limit is None or len(value) <= limit else value[: limit - 1].rstrip() + "…"
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print ``error: message`` (verbatim, never wrapped: a one-line message stays one
     line) on stderr and exit with ``code``."""

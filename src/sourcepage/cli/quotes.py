@@ -3,7 +3,8 @@ the citation and the heading the quote stands under."""
 
 from __future__ import annotations
 
-from sourcepage.cli._common import Text, out
+from sourcepage.cli._common import Text, out, shorten
+from sourcepage.corpus.structure import last_heading
 
 
 def print_quotes(res: dict) -> None:
@@ -43,5 +44,5 @@ def chosen(text: str, spans: list[tuple[int, int]]) -> str:
 
 def _under(q: dict) -> str:
     """ " · " and the last heading of the quote's section path, cut to 60 characters ('' none)."""
-    last = (q.get("section") or "").rpartition(" › ")[2]
-    return f" · {last if len(last) <= 60 else last[:59] + '…'}" if last else ""
+    last = last_heading(q.get("section") or "")
+    return f" · {shorten(last, 60)}" if last else ""

@@ -24,9 +24,11 @@ from sourcepage.cli._common import (
     out,
     progress,
     ray_executor,
+    shorten,
     ticker,
 )
 from sourcepage.cli.quotes import print_quotes
+from sourcepage.corpus.structure import last_heading
 
 
 def index(
@@ -226,15 +228,10 @@ def _highlight(passage: str, spans: list[tuple[int, int]], limit: int = 400) -> 
 LONGEST = {"authority": 28, "type": 14, "role": 10}
 
 
-def _short(value: str, limit: int | None) -> str:
-    return value if limit is None or len(value) <= limit else value[: limit - 1].rstrip() + "…"
-
-
 def _tail(r: dict) -> str:
     """A hit's most specific heading (the last of its path) in 40 characters, cut at the end
     so that its number stays ("Article 10 Obligations of manufacturers…", "45 Duties of workers")."""
-    last = (r.get("section") or "").rpartition(" › ")[2]
-    return _short(last, 40)
+    return shorten(last_heading(r.get("section") or ""), 40)
 
 
 def _fields_line(r: dict) -> str:
@@ -288,7 +285,7 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
 
     def cells(r: dict) -> dict[str, str]:
         return {
-            c: _short(str({**r, "score": f"{r['score']:.4g}", "section": _tail(r)}[f]), LONGEST.get(c))
+            c: shorten(str({**r, "score": f"{r['score']:.4g}", "section": _tail(r)}[f]), LONGEST.get(c))
             for c, f in fields.items()
         }
 
@@ -306,7 +303,7 @@ def _results_table(res: dict, version: str, question: str, width: int) -> Table:
         del fields[dropped]
     room = title_width if narrow else 2 * title_width - 8  # two lines, with room for word breaks
     for row in rows:
-        row["title"] = _short(row["title"], min(48, room))
+        row["title"] = shorten(row["title"], min(48, room))
 
     for col in fields:
         t.add_column(

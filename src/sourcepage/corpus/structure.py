@@ -15,8 +15,9 @@ contents), ``index`` (back-of-book indexes), ``glossary`` (definition lists titl
 ``change_table`` (correlation tables, amendment histories), ``recitals`` (the numbered
 "(28) Economic operators should …" reasons before an act's Article 1). Retrieval may demote them.
 
-``page_spans`` cuts a page's text where each of its headings begins, for the section of a
-hit's passage and the section index's span option (``retrieval.sections``).
+``page_spans`` cuts a page's text where each of its headings begins and ``section_at`` names
+the stretch a piece of it stands in: the section of a hit's passage or of a quote, and the
+section index's span option (``retrieval.sections``).
 """
 
 from __future__ import annotations
@@ -353,6 +354,11 @@ def _path(stack: Sequence[Heading]) -> str:
     return SEP.join(h.title for h in stack)
 
 
+def last_heading(path: str) -> str:
+    """The most specific heading of a heading path ("45 Duties of workers")."""
+    return path.rpartition(SEP)[2]
+
+
 def section_text(structure: PageStructure) -> str:
     """The searchable heading text of a page: every heading of every path covering it."""
     titles = dict.fromkeys(t for p in structure.sections for t in p.split(SEP))
@@ -385,3 +391,11 @@ def page_spans(text: str, paths: Sequence[str]) -> list[tuple[str, int, int]]:
         starts.append((path, found.start()))
     ends = [b for _, b in starts[1:]] + [len(text)]
     return [(path, b, e) for (path, b), e in zip(starts, ends, strict=True) if e > b]
+
+
+def section_at(text: str, paths: Sequence[str], start: int, end: int) -> str:
+    """The heading path of the stretch of the page (``page_spans``) that ``text[start:end]``
+    overlaps most, the first of equals; '' when it overlaps none."""
+    overlap = {path: min(end, e) - max(start, b) for path, b, e in page_spans(text, paths)}
+    best = max(overlap, key=lambda p: overlap[p], default="")
+    return best if overlap.get(best, 0) > 0 else ""

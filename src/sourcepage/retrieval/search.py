@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from sourcepage.corpus.structure import page_spans
+from sourcepage.corpus.structure import section_at
 from sourcepage.records import Document, Hit, Ranking, parse_page_id
 from sourcepage.retrieval.filters import Filters, check_filters, matches
 from sourcepage.retrieval.index import IndexDamaged, IndexMissing, LoadedIndex, build_index, load_index
@@ -192,11 +192,8 @@ class Searcher:
         if chunk is None or row is None:
             return ""
         text = row["raw" if self.version == "raw" else "cleaned"]
-        where = [(b, e) for p, b, e in chunk.spans if p == n]
-        cuts = page_spans(text, paths)
-        overlap = {path: sum(max(0, min(e, e0) - max(b, b0)) for b, e in where) for path, b0, e0 in cuts}
-        best = max(overlap, key=lambda p: overlap[p], default="")  # the first of equals
-        return best if overlap.get(best) else ""
+        where = [(b, e) for p, b, e in chunk.spans if p == n]  # a chunk has one span a page
+        return section_at(text, paths, *where[0]) if where else ""
 
     def rank(
         self, query: str, method: str | Method = "bm25", k: int | None = 20, filters: Filters | None = None

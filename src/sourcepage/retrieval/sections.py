@@ -156,23 +156,27 @@ class _SectionIndex:
 
     def __init__(self, searcher: Searcher, spans: bool = False):
         structure = sorted(searcher.structure().items())
-        #: unit (document, heading path) → [(page id, start, end)] of the raw text it holds
-        groups: dict[tuple[str, str], list[tuple[str, int, int]]] = {}
+        texts_of: dict[str, Sequence[str]] = {}
+
+        def page(pid: str) -> str:  # each document's pages read once, and only when needed
+            doc, _, n = pid.rpartition("#p")
+            if doc not in texts_of:
+                texts_of[doc] = searcher.store.page_texts(doc, "raw")
+            return texts_of[doc][int(n) - 1]
+
+        #: unit (document, heading path) → [(page id, start, end: None to the page's end)]
+        groups: dict[tuple[str, str], list[tuple[str, int, int | None]]] = {}
         #: page id → [(unit key, share of the page's characters)]
         shares: dict[str, list[tuple[tuple[str, str], float]]] = {}
-        texts_of: dict[str, Sequence[str]] = {}
         for pid, (sec, paths, _) in structure:
             doc, _, n = pid.rpartition("#p")
-            if spans and doc not in texts_of:
-                texts_of[doc] = searcher.store.page_texts(doc, "raw")
-            raw = texts_of[doc][int(n) - 1] if spans else ""
-            cuts = page_spans(raw, json.loads(paths or "[]")) if spans else []
-            if not cuts:
-                cuts = [(sec or f"#p{n}", 0, len(raw))]
-            total = sum(e - b for _, b, e in cuts) or 1
-            for path, b, e in cuts:
+            held: list[tuple[str, int, int | None, float]] = [(sec or f"#p{n}", 0, None, 1.0)]
+            if spans and (cuts := page_spans(page(pid), json.loads(paths or "[]"))):
+                total = sum(e - b for _, b, e in cuts) or 1
+                held = [(path, b, e, (e - b) / total) for path, b, e in cuts]
+            for path, b, e, w in held:
                 groups.setdefault((doc, path), []).append((pid, b, e))
-                shares.setdefault(pid, []).append(((doc, path), (e - b) / total if spans else 1.0))
+                shares.setdefault(pid, []).append(((doc, path), w))
         self.keys = list(groups)
         index = {k: i for i, k in enumerate(self.keys)}
         self.spans_of = {p: [(index[k], w) for k, w in v] for p, v in shares.items()}
@@ -190,17 +194,7 @@ class _SectionIndex:
         ]:
             self.model = bm25.load(folder, params)
         else:
-            texts = []
-            for doc, path in self.keys:
-                pages = searcher.store.page_texts(doc, "raw")
-                texts.append(
-                    "\n".join(
-                        pages[int(p.rpartition("#p")[2]) - 1][b:e]
-                        if spans
-                        else pages[int(p.rpartition("#p")[2]) - 1]
-                        for p, b, e in groups[(doc, path)]
-                    )
-                )
+            texts = ["\n".join(page(p)[b:e] for p, b, e in groups[k]) for k in self.keys]
             tokens = [tokenize(t, _TOKENS) or ["\u2205"] for t in texts]
             self.model = self._persist(tokens, root, folder, params)
         self.known = self.model.term_df()

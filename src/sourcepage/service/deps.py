@@ -22,6 +22,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 
 from sourcepage.corpus.fields import FIELD_LABELS
+from sourcepage.corpus.structure import last_heading
 from sourcepage.records import TEXT_VERSIONS, Document, Question, parse_page_id
 from sourcepage.service.auth import template_context
 from sourcepage.store.db import Store
@@ -68,6 +69,7 @@ def emphasise(text: str, spans: list[list[int]] | None) -> Markup:
 
 
 TEMPLATES.env.filters["emphasise"] = emphasise
+TEMPLATES.env.filters["last_heading"] = last_heading  # a quote's section, as the page shows it
 
 
 # --------------------------------------------------------------------------- dependencies

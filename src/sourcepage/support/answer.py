@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from sourcepage.corpus.structure import page_spans
+from sourcepage.corpus.structure import section_at
 from sourcepage.query import PageHit, Query
 from sourcepage.store.schema import now
 from sourcepage.support.select import (
@@ -339,9 +339,7 @@ def quote_section(raw: str, unit: str, page: PageHit) -> str:
     page filed under s 47. The hit's section where the page holds one path, or the unit is not
     found in the text."""
     at = locate(raw, unit) if len(page.sections) > 1 else -1
-    if at < 0:
-        return page.section
-    return next((path for path, b, e in page_spans(raw, page.sections) if b <= at < e), page.section)
+    return (section_at(raw, page.sections, at, at + 1) if at >= 0 else "") or page.section
 
 
 def log_answer(
