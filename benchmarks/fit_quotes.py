@@ -75,7 +75,7 @@ def collect(store: Path, questions: Path, partial: Path | None = None) -> list[d
         )
         query = Query.of(s, q.question)
         pages = svc.pages(query, s.ranked(parse_method(default_method()), q.question, 20, {}), 10)
-        cands = S.candidates(query, pages, s.store.raw_pages([p.page for p in S.quoted_pages(query, pages)]))
+        cands = S.candidates(query, pages, s.quote_texts([p.page for p in S.quoted_pages(query, pages)]))
         S.featurise(query, cands, svc.cosines(query))
         rows.append(
             {

@@ -154,14 +154,13 @@ def test_glyphs_soft_hyphens_and_page_of_lines_never_reach_cleaned_text_or_quote
 
 
 def test_running_headers_of_the_document_stay_out_of_quotes() -> None:
-    from sourcepage.text.clean import repeated_edge_lines
+    from sourcepage.text.sentences import quote_text, running_lines
 
     header = "Published by the Safety Board and"  # ends open: read alone, it joins the next line
     words = ("hoists", "ladders", "scaffolds", "guardrails")
     pages = [f"{header}\nEmployers must record each inspection of the {w} every day." for w in words]
-    keys = repeated_edge_lines(pages)
     assert quotable(pages[0])[0].text.startswith(header)
-    assert quotable(pages[0], keys)[0].text.startswith("Employers must record")
+    assert quotable(quote_text(pages[0], running_lines(pages)))[0].text.startswith("Employers must record")
 
 
 # --------------------------------------------------------------------------- columns

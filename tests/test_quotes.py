@@ -440,3 +440,53 @@ def test_an_answer_quotes_the_asked_value_first() -> None:
     checklist.p, annual.p = 0.6, 0.05
     shown = carrying(passages([checklist, annual], cands), 0.3)
     assert [p.units[0] for p in shown] == [annual, checklist]
+
+
+#: the end of New Zealand's Act p.49 and p.68 as PDFium reads them (heading before "(1)",
+#: U+2010 hyphens at line ends, a four-line running footer)
+NZ_PAGES = [
+    """Compare: Model Work Health and Safety Act (Aust) s 49
+Worker participation practices
+61 Duty to have worker participation practices
+(1) A PCBU must have practices that provide reasonable opportunities for workers
+to participate effectively in improving work health and safety in the business on an
+ongoing basis.
+(2) If the workers are represented by a health and safety representative, the engage\u2010
+ment must involve that representative.
+Version as at
+5 April 2025 Health and Safety at Work Act 2015 Part 3 s 61
+49""",
+    """While at work, a worker must\u2014
+(a) take reasonable care for his or her own health and safety; and
+(b) comply, as far as the worker is reasonably able, with any reasonable instruction
+Part 2 s 45 Health and Safety at Work Act 2015
+Version as at
+5 April 2025
+50""",
+] + [
+    f"Text of section {n} must be read with the regulations.\n"
+    + (
+        f"Part 2 s {n} Health and Safety at Work Act 2015\nVersion as at\n5 April 2025\n{n}"
+        if n % 2 == 0
+        else f"Version as at\n5 April 2025 Health and Safety at Work Act 2015 Part 2 s {n}\n{n}"
+    )
+    for n in range(51, 57)
+]
+
+
+def test_a_section_heading_before_a_numbered_paragraph_is_no_part_of_the_quote() -> None:
+    from sourcepage.text.sentences import quote_text, quote_units, running_lines
+
+    running = running_lines(NZ_PAGES)
+    units = [u for _, u in quote_units(quote_text(NZ_PAGES[0], running))]
+    first = units[0]
+    assert first.text.startswith("A PCBU must have practices")
+    assert first.heading == "61 Duty to have worker participation practices"
+    assert "the engagement must involve that representative." in _texts(units)[-1]
+    assert not any("Version as at" in u.text or "Part 3 s 61" in u.text for u in units)
+    # a lead-in ending in a dash stays with its items: it is no heading
+    (lead,) = [u for _, u in quote_units(quote_text(NZ_PAGES[1], running))]
+    assert lead.text.startswith("While at work, a worker must\u2014 (a) take reasonable care")
+    assert not lead.text.endswith("2015") and "Version as at" not in lead.text
+    # without the document's running lines the footer runs into the last sentence
+    assert "Version as at" in quote_units(NZ_PAGES[1])[-1][1].text

@@ -17,6 +17,7 @@ import pytest
 from sourcepage import api
 from sourcepage.retrieval import dense, sentvec
 from sourcepage.retrieval.index import build_indexes
+from sourcepage.retrieval.search import Searcher
 from sourcepage.store.db import Store
 
 pytest.importorskip("onnxruntime")
@@ -105,7 +106,6 @@ def test_minilm_default_is_fp32_the_runtime_the_policy_was_fitted_on() -> None:
 def _dev_mrr(store: Path, runtime: str) -> float:
     from sourcepage.evaluation.metrics import reciprocal_rank
     from sourcepage.evaluation.questions import read_questions
-    from sourcepage.retrieval.search import Searcher
 
     os.environ[dense.ENV_RUNTIME] = runtime
     try:
@@ -166,7 +166,8 @@ def test_sentence_table_holds_every_chunk_sentence_with_its_vector(indexed_store
     try:
         table = sentvec.load(st, "raw")
         assert table is not None
-        pages = [raw for raw, _ in st.raw_pages(sorted(st.page_ids())).values()]
+        searcher = Searcher(st, auto_build=False)
+        pages = [text for text, _ in searcher.quote_texts(sorted(st.page_ids())).values()]
         units = sentvec.collect((t for _, t in st.iter_chunk_texts("raw")), pages)
         assert table.params["sentences"] == len(units) > 10
         quoted = sorted({u.text for raw in pages for _, u in quote_units(raw)})

@@ -69,7 +69,7 @@ def _quote(svc: api.SearchService, question: str) -> dict:
     query = Query.of(s, question)
     ranked = s.ranked(api.parse_method("route:bm25"), question, 20, {})
     pages = svc.pages(query, ranked, 10)
-    texts = s.store.raw_pages([p.page for p in pages[:3]])
+    texts = s.quote_texts([p.page for p in pages[:3]])
     return extract_answer(query, pages, "answer", texts=texts, cosines=svc.cosines(query))
 
 

@@ -185,7 +185,7 @@ class SearchService:
             top = pages[:DECISION_DEPTH]
             texts, cands = None, None
             if answer and pages:  # the quote candidates, made while the e5 vector is encoded
-                texts = s.store.raw_pages([p.page for p in quoted_pages(query, pages)])
+                texts = s.quote_texts([p.page for p in quoted_pages(query, pages)])
                 cands = candidates(query, pages, texts)
                 prepare(query, cands)
             cal = self._calibrate(query, ranked, f, early) if pol is not None and pages else None
@@ -195,7 +195,7 @@ class SearchService:
             ans = None
             if answer or decision.decision == "answer":  # an answer is only given once its quotes are checked
                 if texts is None:
-                    texts = s.store.raw_pages([p.page for p in quoted_pages(query, pages)])
+                    texts = s.quote_texts([p.page for p in quoted_pages(query, pages)])
                 cos = self.cosines(query)
                 ans = extract_answer(query, pages, decision.decision, texts=texts, cosines=cos, cands=cands)
                 ans, decision = gate(query, ans, decision)

@@ -53,7 +53,7 @@ def quote_answers(searcher: Searcher, q: Question, hits: Sequence[Hit], decision
     (the decision given), with the rule's decision and the key-fact check."""
     results = [PageHit(h, searcher.documents[parse_page_id(h.page_id)[0]]) for h in hits[:QUOTE_PAGES]]
     query = Query.of(searcher, q.question)
-    ans = extract_answer(query, results, decision, texts=searcher.store.raw_pages([r.page for r in results]))
+    ans = extract_answer(query, results, decision, texts=searcher.quote_texts([r.page for r in results]))
     final = gate(query, ans, Decision(decision, ()))[1].decision
     texts = [x["text"] for x in ans["quotes"]]
     return {

@@ -24,6 +24,7 @@ from sourcepage.retrieval.methods import Method, parse_method
 from sourcepage.retrieval.pages import collapse, collapse_top, contents_last, navigation_question
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import Store
+from sourcepage.text.sentences import quote_text, running_lines
 
 log = logging.getLogger("sourcepage.search")
 
@@ -56,6 +57,7 @@ class Searcher:
         self._lock = threading.Lock()
         self._df: tuple[dict[str, int], int] | None = None
         self._sentences: Any = False  # False: not looked for yet; None: no current table
+        self._running: dict[str, frozenset[str]] = {}
 
     @property
     def fingerprint(self) -> str:
@@ -223,6 +225,26 @@ class Searcher:
 
             self._sentences = sentvec.load(self.store, self.version, self.fingerprint)
         return self._sentences
+
+    def quote_texts(self, page_ids: list[str]) -> dict[str, tuple[str, bool]]:
+        """page id → (the text quotes are made from, columns interleaved): the store's raw
+        page (``Store.raw_pages``) without its document's running headers and footers
+        (``text.sentences.quote_text``; each document's lines read once per Searcher)."""
+        out = self.store.raw_pages(page_ids)
+        return {
+            pid: (quote_text(raw, self.running_lines(parse_page_id(pid)[0])), risk)
+            for pid, (raw, risk) in out.items()
+        }
+
+    def running_lines(self, doc_id: str) -> frozenset[str]:
+        """The running header and footer lines of a document (``text.sentences.running_lines``)."""
+        with self._lock:
+            got = self._running.get(doc_id)
+        if got is None:
+            got = running_lines(self.store.page_texts(doc_id, "raw"))
+            with self._lock:
+                self._running[doc_id] = got
+        return got
 
     def passage(self, chunk_id: str) -> str:
         return self.store.chunk_text(self.version, chunk_id)

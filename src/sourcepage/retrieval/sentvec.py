@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sourcepage.records import parse_page_id
 from sourcepage.store.db import Store
 from sourcepage.store.files import load_array, write_json, write_text
 from sourcepage.store.schema import now
@@ -137,7 +138,6 @@ def _runtime() -> str:
     return runtime(SENTENCE_MODEL)
 
 
-
 def collect(texts: Iterable[str], pages: Iterable[str] = ()) -> list[str]:
     """The unique units of ``texts`` (chunk texts) and the quote selector's units of
     ``pages`` (raw page texts: ``text.sentences.quote_units``), sorted."""
@@ -146,11 +146,16 @@ def collect(texts: Iterable[str], pages: Iterable[str] = ()) -> list[str]:
     return sorted(out)
 
 
-def _raw_pages(store: Store, batch: int = 2000) -> Iterator[str]:
-    """The raw text of every page of the store, read in batches (the quotes' source)."""
-    ids = sorted(store.page_ids())
-    for i in range(0, len(ids), batch):
-        yield from (raw for raw, _ in store.raw_pages(ids[i : i + batch]).values())
+def _quote_pages(store: Store) -> Iterator[str]:
+    """The text every page's quotes are made from (``Searcher.quote_texts``), a document at a time."""
+    from sourcepage.retrieval.search import Searcher
+
+    searcher = Searcher(store, auto_build=False)
+    by_doc: dict[str, list[str]] = {}
+    for pid in sorted(store.page_ids()):
+        by_doc.setdefault(parse_page_id(pid)[0], []).append(pid)
+    for pids in by_doc.values():
+        yield from (text for text, _ in searcher.quote_texts(pids).values())
 
 
 def build(
@@ -164,7 +169,7 @@ def build(
     t0 = time.perf_counter()
     fingerprint = store.chunk_fingerprint(version)
     generation = store.chunk_generation()
-    texts = collect((t for _, t in store.iter_chunk_texts(version)), _raw_pages(store))
+    texts = collect((t for _, t in store.iter_chunk_texts(version)), _quote_pages(store))
     vectors = encode(store, SENTENCE_MODEL, texts, workers, progress)
     keys = np.array([key(t) for t in texts], dtype=np.uint64)
     order = np.argsort(keys, kind="stable")

@@ -239,7 +239,8 @@ def extract_answer(
 
     ``query``: the parsed question (a text is parsed without corpus weights);
     ``results``: the ranked pages; ``texts`` maps a page id to its raw page text and
-    whether the audit found its columns interleaved in that text (``Store.raw_pages``; the
+    whether the audit found its columns interleaved in that text (``Searcher.quote_texts``: the
+    raw page without running headers and footers; the
     units are made from the raw text, else from the result's passage); ``cosines``: the
     units' cosines with the question (``support.select.featurise``); ``model``: the
     selector (True: the shipped one; None — or no ``cosines`` — the rule of before,

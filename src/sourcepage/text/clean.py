@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 
 
@@ -51,20 +52,21 @@ def repeated_edge_lines(pages: list[str], edge: int = 2, min_share: float = 0.3)
     return {k for k, c in counts.items() if c >= need and k.strip()}
 
 
+def strip_edge_lines(text: str, keys: Collection[str], edge: int = 2) -> str:
+    """One page without the lines among its first and last ``edge`` non-empty ones whose
+    ``line_key`` is in ``keys`` (``repeated_edge_lines`` of its document)."""
+    if not keys:
+        return text
+    lines = text.split("\n")
+    nonempty = [i for i, ln in enumerate(lines) if ln.strip()]
+    edge_idx = set(nonempty[:edge] + nonempty[-edge:])
+    return "\n".join(ln for i, ln in enumerate(lines) if not (i in edge_idx and line_key(ln) in keys))
+
+
 def remove_headers_footers(pages: list[str], edge: int = 2) -> list[str]:
     """Drop running header/footer lines found by ``repeated_edge_lines`` from page edges."""
     keys = repeated_edge_lines(pages, edge)
-    if not keys:
-        return list(pages)
-    out = []
-    for text in pages:
-        lines = text.split("\n")
-        nonempty = [i for i, ln in enumerate(lines) if ln.strip()]
-        edge_idx = set(nonempty[:edge] + nonempty[-edge:])
-        out.append(
-            "\n".join(ln for i, ln in enumerate(lines) if not (i in edge_idx and line_key(ln) in keys))
-        )
-    return out
+    return [strip_edge_lines(text, keys, edge) for text in pages]
 
 
 #: a character of Unicode's private-use area: symbol-font glyphs (Symbol, Wingdings) that
@@ -93,8 +95,9 @@ def remove_page_numbers(text: str) -> str:
     return "\n".join(ln for ln in text.split("\n") if not PAGE_OF.match(ln.strip()))
 
 
-# "-" + line break (pypdf), or PDFium's U+FFFE marker for a hyphen it removed at a line end
-_HYPHEN_BREAK = re.compile(r"(\w+)(?:-[ \t]*\n[ \t]*|\ufffe\n?)([a-z]\w*)")
+# "-" or U+2010 (New Zealand's legislation) + line break (pypdf), or PDFium's U+FFFE marker
+# for a hyphen it removed at a line end
+_HYPHEN_BREAK = re.compile(r"(\w+)(?:[-\u2010][ \t]*\n[ \t]*|\ufffe\n?)([a-z]\w*)")
 
 
 def dehyphenate(text: str, vocabulary: set[str] | None = None) -> str:
@@ -125,7 +128,7 @@ def normalize_whitespace(text: str) -> str:
 
 def document_vocabulary(pages: list[str]) -> set[str]:
     """Lower-cased word forms (hyphenated compounds included) of a document."""
-    return {w.lower() for t in pages for w in re.findall(r"\w+(?:-\w+)*", t)}
+    return {w.lower().replace("\u2010", "-") for t in pages for w in re.findall(r"\w+(?:[-\u2010]\w+)*", t)}
 
 
 def clean_pages(pages: list[str], config: CleanConfig = CleanConfig()) -> list[str]:

@@ -14,11 +14,17 @@ matched to a question through its heading.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
 
-from sourcepage.text.clean import PAGE_OF, dehyphenate, document_vocabulary, line_key, map_glyphs
+from sourcepage.text.clean import (
+    PAGE_OF,
+    dehyphenate,
+    document_vocabulary,
+    map_glyphs,
+    repeated_edge_lines,
+    strip_edge_lines,
+)
 
 _SENT = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9•■(\"'])|\s*[•■]\s+")
 
@@ -40,6 +46,9 @@ _CAPTION = re.compile(
     re.IGNORECASE,
 )
 _BULLET = re.compile(r"^[•■▪●◦\-–]\s")
+#: a numbered paragraph or item opening a line: "(1) A PCBU must …", "(a) when …": a short
+#: line before it is a section heading ("61 Duty to have worker participation practices")
+_PARA = re.compile(r"^\((?:\d{1,3}[A-Z]?|[a-z]{1,2}|[ivx]{1,5})\)\s")
 _END = (".", "!", "?", ":", ";")
 #: a line ending in one of these continues: it is not a heading
 _FUNCTION_WORDS = frozenset(
@@ -64,6 +73,24 @@ class Quotable:
     bullet: str = ""  # the bullet character of a list item
 
 
+#: the lines at each end of a page that may be its document's running header or footer: four,
+#: for New Zealand's Acts end a page with "Part 4 s 107 Health and Safety at Work Act 2015" /
+#: "Version as at" / "5 April 2025" / "68", which joined the last sentence of the page
+QUOTE_EDGE = 4
+
+
+def running_lines(pages: list[str]) -> frozenset[str]:
+    """The ``clean.line_key`` of each running header or footer line of a document, from
+    all its raw pages (``clean.repeated_edge_lines`` over ``QUOTE_EDGE`` lines)."""
+    return frozenset(repeated_edge_lines(pages, QUOTE_EDGE))
+
+
+def quote_text(raw: str, running: frozenset[str]) -> str:
+    """A raw page as quotes are made from it: without its document's running header and
+    footer lines (``running_lines``) at its ends; the rest of the text unchanged."""
+    return strip_edge_lines(raw, running, QUOTE_EDGE)
+
+
 def _line_kind(line: str, prev: str, prev_kind: str, nxt: str) -> str:
     """'blank', 'contents', 'page', 'caption', 'question', 'heading' or 'body' for one
     stripped raw line, from the previous non-blank line and its kind and the next one."""
@@ -80,35 +107,35 @@ def _line_kind(line: str, prev: str, prev_kind: str, nxt: str) -> str:
     if _BULLET.match(line):
         return "body"
     after_break = not prev or prev.endswith(_END) or prev_kind != "body"
-    starts_block = not nxt or nxt[0].isupper() or nxt[0].isdigit() or _BULLET.match(nxt) is not None
+    starts_block = (
+        not nxt
+        or nxt[0].isupper()
+        or nxt[0].isdigit()
+        or _BULLET.match(nxt) is not None
+        or _PARA.match(nxt) is not None
+    )
     if line.endswith("?") and short and after_break:
         return "question"
     open_end = words[-1].lower() in _FUNCTION_WORDS
-    if short and after_break and starts_block and not line.endswith((".", ",", ";", ":")) and not open_end:
+    if (
+        short
+        and after_break
+        and starts_block
+        and not line.endswith((".", ",", ";", ":", "—", "–", "-"))
+        and not open_end
+    ):
         if line[0].isupper() or line[0].isdigit():
             return "heading"
     return "body"
 
 
-def _furniture(lines: list[str], furniture: Collection[str]) -> set[int]:
-    """Indexes of page furniture: "Page N of M" lines anywhere, and the lines among the
-    first and last two non-blank ones whose ``clean.line_key`` is a running header or
-    footer of the document (``furniture``, from ``clean.repeated_edge_lines``)."""
-    out = {i for i, ln in enumerate(lines) if ln and PAGE_OF.match(ln)}
-    if furniture:
-        nonblank = [i for i, ln in enumerate(lines) if ln]
-        out |= {i for i in nonblank[:2] + nonblank[-2:] if line_key(lines[i]) in furniture}
-    return out
-
-
-def _blocks(raw: str, furniture: Collection[str] = ()) -> list[tuple[str, str]]:
+def _blocks(raw: str) -> list[tuple[str, str]]:
     """(heading, body text) blocks of a raw page: runs of body lines between non-body ones.
     A heading or question that wraps (its next line starts lower-case and ends the
     heading) is one heading; a page with three or more contents lines has no blocks.
     Private-use glyphs are mapped first (bullets become "•"); page furniture is no text."""
     lines = [ln.strip() for ln in map_glyphs(raw.replace("\r\n", "\n")).split("\n")]
-    skip = _furniture(lines, furniture)
-    lines = ["" if i in skip else ln for i, ln in enumerate(lines)]
+    lines = ["" if PAGE_OF.match(ln) else ln for ln in lines]
     kinds: list[str] = []
     prev, prev_kind = "", "blank"
     for i, ln in enumerate(lines):
@@ -173,18 +200,17 @@ def _units(flat: str, heading: str) -> list[Quotable]:
     return out
 
 
-def quotable(raw: str, furniture: Collection[str] = ()) -> list[Quotable]:
+def quotable(raw: str) -> list[Quotable]:
     """The quotable units of one page, in page order (see the module docstring): body
     sentences, list items of three words or more, and each sentence that ends in ':'
     joined with the items that follow it (whole items, up to ``MAX_QUOTE`` characters).
     Questions (text ending in '?'), captions, contents lines and fragments under five
-    words are never quotable. Never in a unit: "Page N of M" lines, the document's
-    running headers and footers (``furniture``: ``clean.repeated_edge_lines`` of its
-    raw pages; without it only "Page N of M" lines are known), private-use glyphs
-    (bullets become "•"), soft hyphens and PDFium's U+FFFE hyphen marker."""
+    words are never quotable. Never in a unit: "Page N of M" lines, private-use glyphs
+    (bullets become "•"), soft hyphens and PDFium's U+FFFE hyphen marker. The document's
+    running headers and footers are taken off the page before (``quote_text``)."""
     vocab = document_vocabulary([raw])
     out: list[Quotable] = []
-    for heading, body in _blocks(raw, furniture):
+    for heading, body in _blocks(raw):
         flat = re.sub(r"\s+", " ", dehyphenate(body, vocab).replace("\ufffe", "-")).strip()
         units = _units(flat, heading)
         for i, u in enumerate(units):
