@@ -90,6 +90,8 @@ def collect(store: Path, questions: Path, partial: Path | None = None) -> list[d
                         "text": c.text,
                         "order": c.order,
                         "position": c.position,
+                        "heading": c.unit.heading,
+                        "kind": c.unit.kind,
                         "risk": c.risk,
                         "features": c.features,
                         "label": int(bool(q.excerpts) and contains_key_fact([c.text], q)),
@@ -154,7 +156,8 @@ def _candidates(row: dict[str, Any], probs: np.ndarray) -> list[S.Candidate]:
     cands = []
     for c, p in zip(row["cands"], probs, strict=True):
         page = pages.setdefault(c["order"], PageHit(Hit(c["order"] + 1, f"d#p{c['order']}", 0.0, ""), doc))
-        k = S.Candidate(Quotable(c["text"], "", "sentence"), page, c["order"], c["position"], c["risk"])
+        unit = Quotable(c["text"], c.get("heading", ""), c.get("kind", "sentence"))
+        k = S.Candidate(unit, page, c["order"], c["position"], c["risk"])
         k.stems, k.p, k.features = S._stems(c["text"]), float(p), c["features"]
         k.label = c["label"]  # type: ignore[attr-defined]
         cands.append(k)
