@@ -490,3 +490,30 @@ def test_a_section_heading_before_a_numbered_paragraph_is_no_part_of_the_quote()
     assert not lead.text.endswith("2015") and "Version as at" not in lead.text
     # without the document's running lines the footer runs into the last sentence
     assert "Version as at" in quote_units(NZ_PAGES[1])[-1][1].text
+
+
+def test_the_end_of_the_section_before_is_no_context_of_a_quote() -> None:
+    """A chosen unit that opens a section is quoted with the unit after it, not with the
+    last sentence of the section before (s 57's offence before s 58's duty)."""
+    from sourcepage.query import Query
+    from sourcepage.support.answer import passages
+    from sourcepage.support.select import candidates
+
+    page = "\n".join(
+        [
+            "(3) A person who contravenes subsection (1) commits an offence and is liable to a fine.",
+            "58 Duty to engage with workers",
+            "(1) A PCBU must, so far as is reasonably practicable, engage with workers who carry out work.",
+            "(2) The engagement must be in accordance with the procedures agreed with the workers.",
+        ]
+    )
+    q = Query.parse("What must a PCBU do to engage with workers?")
+    cands = candidates(q, [page_hit("d#p48")], {"d#p48": (page, False)})
+    duty = next(c for c in cands if c.text.startswith("A PCBU must"))
+    assert duty.unit.heading == "58 Duty to engage with workers"
+    (quote,) = passages([duty], cands)
+    assert quote.text.startswith("A PCBU must") and "contravenes" not in quote.text
+    assert quote.text.endswith("agreed with the workers.")
+    # the unit after is context across a heading too: the rule the section ends with
+    offence = next(c for c in cands if "contravenes" in c.text)
+    assert "A PCBU must" in passages([offence], cands)[0].text
