@@ -471,6 +471,11 @@ Version as at
         else f"Version as at\n5 April 2025 Health and Safety at Work Act 2015 Part 2 s {n}\n{n}"
     )
     for n in range(51, 57)
+] + [
+    """(b) the exemption is in effect on the commencement of this clause; and
+Version as at
+5 April 2025 Health and Safety at Work Act 2015 Schedule 1
+133"""
 ]
 
 
@@ -488,6 +493,9 @@ def test_a_section_heading_before_a_numbered_paragraph_is_no_part_of_the_quote()
     (lead,) = [u for _, u in quote_units(quote_text(NZ_PAGES[1], running))]
     assert lead.text.startswith("While at work, a worker must\u2014 (a) take reasonable care")
     assert not lead.text.endswith("2015") and "Version as at" not in lead.text
+    # a variant of a running line (a schedule's footer, on few pages) goes too
+    (last,) = [u for _, u in quote_units(quote_text(NZ_PAGES[-1], running))]
+    assert last.text.endswith("commencement of this clause; and")
     # without the document's running lines the footer runs into the last sentence
     assert "Version as at" in quote_units(NZ_PAGES[1])[-1][1].text
 

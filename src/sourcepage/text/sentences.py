@@ -21,6 +21,7 @@ from sourcepage.text.clean import (
     PAGE_OF,
     dehyphenate,
     document_vocabulary,
+    line_key,
     map_glyphs,
     repeated_edge_lines,
     strip_edge_lines,
@@ -85,10 +86,30 @@ def running_lines(pages: list[str]) -> frozenset[str]:
     return frozenset(repeated_edge_lines(pages, QUOTE_EDGE))
 
 
+#: a running line's first words that make a line at a page's edge one of its variants
+RUNNING_PREFIX = 5
+
+
 def quote_text(raw: str, running: frozenset[str]) -> str:
     """A raw page as quotes are made from it: without its document's running header and
-    footer lines (``running_lines``) at its ends; the rest of the text unchanged."""
-    return strip_edge_lines(raw, running, QUOTE_EDGE)
+    footer lines (``running_lines``) at its ends, nor their variants — a line at an end
+    whose first ``RUNNING_PREFIX`` words (as ``clean.line_key`` writes them) open a longer
+    running line ("5 April 2025 Health and Safety at Work Act 2015 Schedule 1" beside
+    "… Part 3 s 61" on most pages); the rest of the text unchanged."""
+    text = strip_edge_lines(raw, running, QUOTE_EDGE)
+    opens = {" ".join(k.split()[:RUNNING_PREFIX]) for k in running if len(k.split()) > RUNNING_PREFIX}
+    if not opens:
+        return text
+    lines = text.split("\n")
+    nonempty = [i for i, ln in enumerate(lines) if ln.strip()]
+    edges = set(nonempty[:QUOTE_EDGE] + nonempty[-QUOTE_EDGE:])
+    drop = {
+        i
+        for i in edges
+        if len(words := line_key(lines[i]).split()) > RUNNING_PREFIX
+        and " ".join(words[:RUNNING_PREFIX]) in opens
+    }
+    return "\n".join(ln for i, ln in enumerate(lines) if i not in drop)
 
 
 def _line_kind(line: str, prev: str, prev_kind: str, nxt: str) -> str:
