@@ -48,7 +48,7 @@ from sourcepage.records import parse_page_id
 from sourcepage.store.db import Store
 from sourcepage.store.files import load_array, write_json, write_text
 from sourcepage.store.schema import now
-from sourcepage.text.sentences import quote_units, split_sentences
+from sourcepage.text.sentences import quote_text, quote_units, running_lines, split_sentences
 
 #: the sentence encoder (a key of ``retrieval.dense.MODELS``)
 SENTENCE_MODEL = "e5-small"
@@ -147,15 +147,14 @@ def collect(texts: Iterable[str], pages: Iterable[str] = ()) -> list[str]:
 
 
 def _quote_pages(store: Store) -> Iterator[str]:
-    """The text every page's quotes are made from (``Searcher.quote_texts``), a document at a time."""
-    from sourcepage.retrieval.search import Searcher
-
-    searcher = Searcher(store, auto_build=False)
+    """The text every page's quotes are made from (``text.sentences.quote_text``, as
+    ``Searcher.quote_texts`` gives it), a document at a time."""
     by_doc: dict[str, list[str]] = {}
     for pid in sorted(store.page_ids()):
         by_doc.setdefault(parse_page_id(pid)[0], []).append(pid)
-    for pids in by_doc.values():
-        yield from (text for text, _ in searcher.quote_texts(pids).values())
+    for doc_id, pids in by_doc.items():
+        running = running_lines(store.page_texts(doc_id, "raw"))
+        yield from (quote_text(raw, running) for raw, _ in store.raw_pages(pids).values())
 
 
 def build(
