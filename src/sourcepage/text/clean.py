@@ -52,15 +52,24 @@ def repeated_edge_lines(pages: list[str], edge: int = 2, min_share: float = 0.3)
     return {k for k, c in counts.items() if c >= need and k.strip()}
 
 
-def strip_edge_lines(text: str, keys: Collection[str], edge: int = 2) -> str:
+def strip_edge_lines(text: str, keys: Collection[str], edge: int = 2, prefix: int = 0) -> str:
     """One page without the lines among its first and last ``edge`` non-empty ones whose
-    ``line_key`` is in ``keys`` (``repeated_edge_lines`` of its document)."""
+    ``line_key`` is in ``keys`` (``repeated_edge_lines`` of its document); with ``prefix``,
+    also those whose key is longer than ``prefix`` words and opens like a longer key (a
+    variant of a running line: "… Act 2015 Schedule 1" beside "… Act 2015 Part 3 s 61")."""
     if not keys:
         return text
+    opens = {" ".join(k.split()[:prefix]) for k in keys if prefix and len(k.split()) > prefix}
+
+    def running(line: str) -> bool:
+        key = line_key(line)
+        words = key.split()
+        return key in keys or (len(words) > prefix and " ".join(words[:prefix]) in opens)
+
     lines = text.split("\n")
     nonempty = [i for i, ln in enumerate(lines) if ln.strip()]
     edge_idx = set(nonempty[:edge] + nonempty[-edge:])
-    return "\n".join(ln for i, ln in enumerate(lines) if not (i in edge_idx and line_key(ln) in keys))
+    return "\n".join(ln for i, ln in enumerate(lines) if not (i in edge_idx and running(ln)))
 
 
 def remove_headers_footers(pages: list[str], edge: int = 2) -> list[str]:

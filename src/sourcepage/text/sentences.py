@@ -21,7 +21,6 @@ from sourcepage.text.clean import (
     PAGE_OF,
     dehyphenate,
     document_vocabulary,
-    line_key,
     map_glyphs,
     repeated_edge_lines,
     strip_edge_lines,
@@ -96,20 +95,7 @@ def quote_text(raw: str, running: frozenset[str]) -> str:
     whose first ``RUNNING_PREFIX`` words (as ``clean.line_key`` writes them) open a longer
     running line ("5 April 2025 Health and Safety at Work Act 2015 Schedule 1" beside
     "… Part 3 s 61" on most pages); the rest of the text unchanged."""
-    text = strip_edge_lines(raw, running, QUOTE_EDGE)
-    opens = {" ".join(k.split()[:RUNNING_PREFIX]) for k in running if len(k.split()) > RUNNING_PREFIX}
-    if not opens:
-        return text
-    lines = text.split("\n")
-    nonempty = [i for i, ln in enumerate(lines) if ln.strip()]
-    edges = set(nonempty[:QUOTE_EDGE] + nonempty[-QUOTE_EDGE:])
-    drop = {
-        i
-        for i in edges
-        if len(words := line_key(lines[i]).split()) > RUNNING_PREFIX
-        and " ".join(words[:RUNNING_PREFIX]) in opens
-    }
-    return "\n".join(ln for i, ln in enumerate(lines) if i not in drop)
+    return strip_edge_lines(raw, running, QUOTE_EDGE, RUNNING_PREFIX)
 
 
 def _line_kind(line: str, prev: str, prev_kind: str, nxt: str) -> str:
