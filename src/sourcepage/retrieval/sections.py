@@ -239,7 +239,8 @@ class _SectionIndex:
         for p in pages:
             spans = self.spans_of.get(p, ())
             if mode == "dominant":
-                vals = [1.0 / (RRF_K + rank[i]) for i in (self.section_of.get(p),) if i in rank]
+                main = self.section_of.get(p)
+                vals = [1.0 / (RRF_K + rank[main])] if main in rank else []
             elif mode in ("max", "any"):
                 least = 0.25 if mode == "max" else 0.0
                 vals = [
