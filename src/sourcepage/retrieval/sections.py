@@ -33,7 +33,7 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -274,9 +274,15 @@ def _neighbours(pid: str) -> tuple[str, str]:
 
 
 def section_rank(
-    searcher: Searcher, query: str, base: Sequence[Hit], settings: SectionSettings = SETTINGS
+    searcher: Searcher,
+    query: str,
+    base: Sequence[Hit],
+    settings: SectionSettings = SETTINGS,
+    extra: Mapping[str, float] | None = None,
 ) -> list[Hit]:
-    """The base ranking's first ``settings.depth`` pages reordered (module docstring), the rest after."""
+    """The base ranking's first ``settings.depth`` pages reordered (module docstring), the rest
+    after. ``extra``: a further score term per page (a measured variant's, as
+    ``benchmarks/rank_probes.py`` adds them; none by default)."""
     top, rest = list(base[: settings.depth]), list(base[settings.depth :])
     base_rr = {h.page_id: 1.0 / (RRF_K + h.rank) for h in top}
     heads = heading_scores(searcher, query, [h.page_id for h in top]) if settings.heading_weight else {}
@@ -294,7 +300,7 @@ def section_rank(
         s += settings.section_weight * secs.get(h.page_id, 0.0)
         if settings.neighbour:
             s += settings.neighbour * max((base_rr.get(n, 0.0) for n in _neighbours(h.page_id)), default=0.0)
-        score[h.page_id] = s
+        score[h.page_id] = s + (extra or {}).get(h.page_id, 0.0)
     structure = searcher.structure()
     demoted = set(settings.demote) - asked_kinds(query)
 
