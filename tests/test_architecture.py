@@ -74,3 +74,43 @@ def test_no_source_file_is_over_500_lines() -> None:
     assert not long, f"source files over {MAX_FILE_LINES} lines (split them): {long}"
     fits = sorted(f for f in ALLOWED_LONG_FILES if sizes.get(f, 0) <= MAX_FILE_LINES)
     assert not fits, f"within {MAX_FILE_LINES} lines now: remove from ALLOWED_LONG_FILES: {fits}"
+
+
+def _module_name(path: Path) -> str:
+    parts = ("sourcepage", *path.relative_to(SRC).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    """Module → the sourcepage modules it imports, every import statement counted: at module
+    level, under ``TYPE_CHECKING`` and inside functions (a lazy import is still a dependency).
+    ``from pkg import mod`` counts as importing ``pkg.mod`` when that is a module."""
+    modules = {_module_name(p): p for p in _sources()}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in modules]
+                targets = targets or [node.module]
+            graph[name] |= {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def test_no_import_circle() -> None:
+    """No module reaches itself through imports (ARCHITECTURE.md: data flows one way). A
+    registry loads its methods by name (``importlib``), which is no import statement here."""
+    from graphlib import CycleError, TopologicalSorter
+
+    try:
+        tuple(TopologicalSorter(_imports()).static_order())
+    except CycleError as err:
+        raise AssertionError(f"import circle: {' -> '.join(err.args[1])}") from None
+
+
+def test_the_import_walk_sees_imports() -> None:
+    graph = _imports()
+    assert "sourcepage.retrieval.methods" in graph["sourcepage.retrieval.search"]
+    assert "sourcepage.retrieval.sentvec" in graph["sourcepage.retrieval.search"]  # lazy, from-package form

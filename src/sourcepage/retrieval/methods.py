@@ -34,8 +34,15 @@ import numpy as np
 
 if TYPE_CHECKING:
     from sourcepage.records import Hit
-    from sourcepage.retrieval.search import Searcher
-    from sourcepage.retrieval.settings import BuildContext, IndexSettings
+
+# The registry sits below what it describes: the searcher that runs a stage and the settings
+# that configure an index both look methods up here, so naming their types would make an
+# import circle. The contracts below name them through these aliases instead; the methods'
+# own modules type them exactly (``retrieval.settings.IndexSettings``, ``BuildContext``,
+# ``retrieval.search.Searcher``).
+IndexSettings = Any
+BuildContext = Any
+Searcher = Any
 
 
 @dataclass(frozen=True)
