@@ -78,6 +78,27 @@ def test_quotes_state_the_asked_fact_or_review_and_contents_pages_do_not_lead(st
     assert set(res["timings_ms"]) == {"load", "rank", "decide"}
 
 
+
+def test_the_cli_flags_a_quote_whose_page_runs_its_columns_together(store: Path) -> None:
+    """OSHA 3170 interleaves its two columns in the extracted text ("employtions"): the web
+    page flags such a quote "check on the page image", and so does the CLI, each quote alone."""
+    from typer.testing import CliRunner
+
+    from sourcepage import api
+    from sourcepage.cli import app
+
+    question = "What safeguards must machines have to protect employees?"
+    quotes = api.search(question, store, k=5, log=False)["answer"]["quotes"]
+    assert any(q["layout_risk"] for q in quotes), quotes
+    res = CliRunner().invoke(app, ["search", question, "--store", str(store), "--k", "5"], env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    printed = " ".join(res.output.split("quotes for the reviewer:")[-1].split("\n\n[1]")[0].split())
+    at = 0
+    for q in quotes:  # each quote's citation, then its flag before the next quote opens
+        at = printed.index("\u201d " + q["citation"], at) + len(q["citation"])
+        after = printed[at:].split(" \u201c")[0]
+        assert ("check on the page image" in after) == q["layout_risk"], after
+
 def test_benchmark_is_valid_against_the_corpus(store: Path) -> None:
     st = Store(store)
     known = {f"{d.doc_id}#p{i}" for d in st.documents() for i in range(1, int(d.pages) + 1)}

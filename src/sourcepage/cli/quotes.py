@@ -19,7 +19,7 @@ def print_quotes(res: dict) -> None:
         several = len({q.get("jurisdiction") for q in ans["quotes"]}) > 1  # a comparison's sides
         for q in ans["quotes"]:
             spans = [tuple(s) for s in q.get("spans", [])]
-            cite = q["citation"] + (f" ({q.get('jurisdiction')})" if several else "") + _under(q)
+            cite = q["citation"] + (f" ({q.get('jurisdiction')})" if several else "") + _under(q) + _risk(q)
             if spans and (out.no_color or not out.is_terminal):
                 out.print(Text(f"  \u201c{chosen(q['text'], spans)}\u201d {cite}"), highlight=False)
                 continue
@@ -46,3 +46,9 @@ def _under(q: dict) -> str:
     """ " · " and the last heading of the quote's section path, cut to 60 characters ('' none)."""
     last = last_heading(q.get("section") or "")
     return f" · {shorten(last, 60)}" if last else ""
+
+
+def _risk(q: dict) -> str:
+    """The web page's flag in words: the page's columns run together in its extracted text,
+    so the quote may join two columns' lines ('' when the layout is safe)."""
+    return " · check on the page image: its columns run together in the text" if q.get("layout_risk") else ""
