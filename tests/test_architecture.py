@@ -93,7 +93,8 @@ def _imports() -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in modules]
+                subs = [f"{node.module}.{a.name}" for a in node.names]
+                targets = [t for t in subs if t in modules]
                 targets = targets or [node.module]
             graph[name] |= {t for t in targets if t in modules and t != name}
     return graph

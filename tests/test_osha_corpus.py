@@ -90,7 +90,7 @@ def test_the_cli_flags_a_quote_whose_page_runs_its_columns_together(store: Path)
     question = "What safeguards must machines have to protect employees?"
     quotes = api.search(question, store, k=5, log=False)["answer"]["quotes"]
     assert any(q["layout_risk"] for q in quotes), quotes
-    res = CliRunner().invoke(app, ["search", question, "--store", str(store), "--k", "5"], env={"COLUMNS": "400"})
+    res = CliRunner().invoke(app, ["search", question, "--store", str(store), "--k", "5"])
     assert res.exit_code == 0, res.output
     printed = " ".join(res.output.split("quotes for the reviewer:")[-1].split("\n\n[1]")[0].split())
     at = 0
