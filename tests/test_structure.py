@@ -285,3 +285,32 @@ def test_a_quote_names_the_section_it_stands_under(nz_eu_store: Path) -> None:
     assert quote_section(raw, "words that are not on this page at all", hit) == sec
     one = PageHit(hit.hit, hit.document, section="only", sections=("only",))
     assert quote_section(raw, duty, one) == "only"
+
+
+def test_the_section_filter_matches_whole_words_of_a_heading() -> None:
+    from sourcepage.retrieval.filters import section_matches, section_pattern
+
+    paths = ("CHAPTER II OBLIGATIONS › Article 10 Obligations of manufacturers",)
+    assert section_matches(paths, section_pattern(["article  10"]))  # case and spacing ignored
+    assert not section_matches(paths, section_pattern(["Article 1"]))  # not Article 10
+    assert section_matches(paths, section_pattern(["Article 1", "chapter ii"]))  # any value
+    assert not section_matches(("Part 2 › 44 Duty of officers",), section_pattern(["Part 20", "officer"]))
+    assert section_matches(("Part 2 › 44 Duty of officers",), section_pattern(["duty of OFFICERS"]))
+
+
+def test_the_section_filter_keeps_the_pages_of_a_section(nz_eu_store: Path) -> None:
+    """``section=Article 10`` ranks only the pages that Article 10 covers (pp.18–20 of the EU
+    regulation: it starts on p.18 and runs into p.20), whatever the question; ``Part 2`` of the
+    NZ Act keeps s 44's p.42 for the officers' question and drops the amendments."""
+    searcher = Searcher(nz_eu_store)
+    q = "What must the manufacturer do under the EU machinery regulation?"
+    got = searcher.rank(q, "sect:route:rrf:bm25+dense", k=None, filters={"section": "Article 10"}).pages()
+    assert set(got) == {f"eu-reg-2023-1230-machinery#p{n}" for n in (18, 19, 20)}
+    officers = "What are the duties of an officer under New Zealand's Act?"
+    part2 = searcher.rank(officers, "bm25", k=None, filters={"section": ["Part 2"]}).pages()
+    assert part2[0] == "nz-hswa-2015#p42" and "nz-hswa-2015#p171" not in part2
+    assert all(any("Part 2" in p for p in searcher.page_sections(pid)) for pid in part2)
+    eu_part2 = {"section": "Part 2", "jurisdiction": "EU"}
+    assert searcher.rank(officers, "bm25", k=None, filters=eu_part2).pages() == []  # the EU act has no Part 2
+    with pytest.raises(ValueError, match="unknown filter 'sections'"):
+        searcher.rank(officers, "bm25", filters={"sections": "Part 2"})

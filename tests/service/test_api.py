@@ -97,6 +97,12 @@ def test_search_filters(client: TestClient) -> None:
     ).json()
     assert body["results"] and {h["topic"] for h in body["results"]} <= {"loto", "ppe"}
     assert all(int(h["year"]) >= 2023 for h in body["results"])
+    # a page filter: these synthetic pages have no headings, so no page is under "Article 10"
+    body = client.post("/search", json={"question": "lock", "filters": {"section": "Article 10"}}).json()
+    assert body["filters"] == {"section": "Article 10"}
+    assert body["results"] == [] and body["decision"] == "refuse"
+    html = client.get("/", params={"q": "lock", "section": "Article 10"}).text
+    assert 'name="section" value="Article 10"' in html and "Section = Article 10" in html
 
 
 @pytest.mark.parametrize(

@@ -338,7 +338,9 @@ def search(
     filter_: Annotated[
         list[str] | None,
         typer.Option(
-            "--filter", help="field=value[,value]; repeatable. year_from=YYYY / year_to=YYYY bound the year."
+            "--filter",
+            help="field=value[,value]; repeatable. year_from=YYYY / year_to=YYYY bound the year; "
+            "section='Article 10' keeps the pages under a heading that holds those words.",
         ),
     ] = None,
     as_json: Annotated[

@@ -5,22 +5,31 @@ A filter maps a manifest column (standard or extra, e.g. ``project_type``) to on
 value or a list of accepted values, compared case-insensitively; ``year_from`` and
 ``year_to`` bound the year (documents without a year are excluded by a bound). An extra
 column is a ``;``-list, matched by any of its values (``corpus.fields``).
+
+``section`` is the one filter of pages rather than documents: a page passes when one of the
+heading paths that cover it (``corpus.structure``, stored at ingest) holds a value as whole
+words, case and spacing ignored — "Article 10" (not Article 100), "Part 2", "Duty of
+officers", "Schedule 1".
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from sourcepage.corpus.fields import field_matches
 from sourcepage.records import MANIFEST_COLUMNS, Document
 
 RANGE_KEYS = ("year_from", "year_to")
+#: filters of a page's own fields, not of its document's
+PAGE_KEYS = ("section",)
 Filters = Mapping[str, str | int | Sequence[str]]
 
 
 def known_filter_keys(docs: Iterable[Document]) -> list[str]:
     extra = sorted({k for d in docs for k in d.extra})
-    return [c for c in MANIFEST_COLUMNS if c not in ("sha256", "pages", "file")] + extra + list(RANGE_KEYS)
+    own = [c for c in MANIFEST_COLUMNS if c not in ("sha256", "pages", "file")]
+    return own + extra + [*RANGE_KEYS, *PAGE_KEYS]
 
 
 def check_filters(filters: Filters | None, docs: Iterable[Document]) -> dict[str, list[str]]:
@@ -43,8 +52,11 @@ def check_filters(filters: Filters | None, docs: Iterable[Document]) -> dict[str
 
 
 def matches(doc: Document, filters: Mapping[str, list[str]]) -> bool:
-    """True when ``doc`` passes every filter."""
+    """True when ``doc`` passes every document filter (page filters, ``PAGE_KEYS``, are
+    ``section_matches``')."""
     for key, values in filters.items():
+        if key in PAGE_KEYS:
+            continue
         if key == "year_from":
             if not doc.year.isdigit() or int(doc.year) < int(values[0]):
                 return False
@@ -54,3 +66,20 @@ def matches(doc: Document, filters: Mapping[str, list[str]]) -> bool:
         elif not field_matches(doc, key, values):
             return False
     return True
+
+
+def page_filters(filters: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """The filters of pages among ``filters`` (``PAGE_KEYS``)."""
+    return {k: v for k, v in filters.items() if k in PAGE_KEYS}
+
+
+def section_pattern(values: Sequence[str]) -> re.Pattern[str]:
+    """One pattern for the ``section`` filter's values: each as whole words, any white space
+    between them, case ignored."""
+    words = [r"\s+".join(re.escape(w) for w in v.split()) for v in values if v.split()]
+    return re.compile(r"(?<!\w)(?:" + "|".join(words) + r")(?!\w)", re.IGNORECASE)
+
+
+def section_matches(paths: Sequence[str], pattern: re.Pattern[str]) -> bool:
+    """True when one of a page's heading paths holds the ``section`` filter's pattern."""
+    return any(pattern.search(p) for p in paths)

@@ -18,7 +18,14 @@ import numpy as np
 
 from sourcepage.corpus.structure import section_at
 from sourcepage.records import Document, Hit, Ranking, parse_page_id
-from sourcepage.retrieval.filters import Filters, check_filters, matches
+from sourcepage.retrieval.filters import (
+    Filters,
+    check_filters,
+    matches,
+    page_filters,
+    section_matches,
+    section_pattern,
+)
 from sourcepage.retrieval.index import IndexDamaged, IndexMissing, LoadedIndex, build_index, load_index
 from sourcepage.retrieval.methods import Method, parse_method
 from sourcepage.retrieval.pages import collapse, collapse_top, contents_last, navigation_question
@@ -114,13 +121,21 @@ class Searcher:
             return idx
 
     def _mask(self, idx: LoadedIndex, filters: dict[str, list[str]]) -> np.ndarray | None:
+        """Which chunks the filters keep (None: all): those of documents that pass the
+        document filters and, with a ``section`` filter, of pages whose headings hold it."""
         if not filters:
             return None
         ok = np.array(
             [matches(self.documents[d], filters) if d in self.documents else False for d in idx.doc_ids],
             dtype=bool,
         )
-        return ok[idx.chunk_docs]
+        mask = ok[idx.chunk_docs]
+        if values := page_filters(filters).get("section"):
+            pattern = section_pattern(values)
+            held = [self.page_sections(p) or (self.page_section(p)[0],) for p in idx.page_ids]
+            pages = np.array([section_matches(paths, pattern) for paths in held], dtype=bool)
+            mask &= pages[idx.chunk_pages]
+        return mask
 
     def ranked(
         self, method: Method, query: str, depth: int | None, filters: dict[str, list[str]]

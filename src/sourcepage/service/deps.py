@@ -34,6 +34,7 @@ FACET_LABELS = {
     "jurisdiction": "Jurisdiction",
     "authority": "Authority",
     "doc_type": "Document type",
+    "section": "Section",
     **FIELD_LABELS,
 }
 #: a text version as a request field (FastAPI validates it): the names of records.TEXT_VERSIONS

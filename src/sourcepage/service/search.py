@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, StringConstraints
 from sourcepage import api
 from sourcepage.corpus.fields import NAMED_FIELDS, field_choices
 from sourcepage.records import TEXT_VERSIONS, Document
-from sourcepage.retrieval.filters import check_filters
+from sourcepage.retrieval.filters import PAGE_KEYS, check_filters
 from sourcepage.retrieval.index import IndexMissing
 from sourcepage.retrieval.methods import METHOD_GRAMMAR, available_methods, default_method, parse_method
 from sourcepage.service.auth import writer
@@ -49,7 +49,8 @@ class SearchBody(BaseModel):
     filters: dict[FilterKey, FilterValue | int | FilterValues] = Field(
         default_factory=dict,
         max_length=MAX_FILTERS,
-        description="Manifest column -> value(s); year_from / year_to bound the year "
+        description="Manifest column -> value(s); year_from / year_to bound the year; section keeps the "
+        "pages under a heading holding the value as whole words ('Article 10', 'Part 2') "
         f"(at most {MAX_FILTERS} columns of {MAX_VALUES} values each).",
     )
     log: bool = Field(
@@ -114,7 +115,7 @@ def ui_params(request: Request) -> dict[str, Any]:
         "method": qp.get("method", default_method()),
         "version": qp.get("version", "raw") if qp.get("version", "raw") in TEXT_VERSIONS else "raw",
         "k": int(k) if k.isdigit() and 1 <= int(k) <= 50 else 10,
-        "filters": {f: qp.get(f) for f in (*FACETS, *NAMED_FIELDS) if qp.get(f)},
+        "filters": {f: v[:300] for f in (*FACETS, *NAMED_FIELDS, *PAGE_KEYS) if (v := qp.get(f, "")).strip()},
     }
 
 
