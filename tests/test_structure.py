@@ -300,7 +300,8 @@ def test_the_section_filter_matches_whole_words_of_a_heading() -> None:
 
 def test_the_section_filter_keeps_the_pages_of_a_section(nz_eu_store: Path) -> None:
     """``section=Article 10`` ranks only the pages that Article 10 covers (pp.18–20 of the EU
-    regulation: it starts on p.18 and runs into p.20), whatever the question; ``Part 2`` of the
+    regulation: it starts on p.18 and runs into p.20), whatever the question, and quotes only
+    from under Article 10 (p.20 also holds Article 11's start); ``Part 2`` of the
     NZ Act keeps s 44's p.42 for the officers' question and drops the amendments."""
     searcher = Searcher(nz_eu_store)
     q = "What must the manufacturer do under the EU machinery regulation?"
@@ -310,6 +311,10 @@ def test_the_section_filter_keeps_the_pages_of_a_section(nz_eu_store: Path) -> N
     part2 = searcher.rank(officers, "bm25", k=None, filters={"section": ["Part 2"]}).pages()
     assert part2[0] == "nz-hswa-2015#p42" and "nz-hswa-2015#p171" not in part2
     assert all(any("Part 2" in p for p in searcher.page_sections(pid)) for pid in part2)
+    from sourcepage import api
+
+    res = api.search(q, nz_eu_store, k=5, filters={"section": "Article 10"})
+    assert res["answer"]["quotes"] and all("Article 10" in qt["section"] for qt in res["answer"]["quotes"])
     eu_part2 = {"section": "Part 2", "jurisdiction": "EU"}
     assert searcher.rank(officers, "bm25", k=None, filters=eu_part2).pages() == []  # the EU act has no Part 2
     with pytest.raises(ValueError, match="unknown filter 'sections'"):

@@ -24,7 +24,7 @@ from sourcepage.retrieval.routing import Route, router
 from sourcepage.retrieval.search import Searcher
 from sourcepage.retrieval.tokenize import highlight_spans
 from sourcepage.store.db import Store
-from sourcepage.support.answer import extract_answer, log_answer
+from sourcepage.support.answer import extract_answer, log_answer, under_section
 from sourcepage.support.decide import Calibration, decide, drivers, gate
 from sourcepage.support.features import (
     SENTENCE_MODEL,
@@ -184,9 +184,12 @@ class SearchService:
             pages = self.pages(query, ranked[m.name], k)
             top = pages[:DECISION_DEPTH]
             texts, cands = None, None
-            if answer and pages:  # the quote candidates, made while the e5 vector is encoded
+            # the quote candidates, made while the e5 vector is encoded
+            if (answer or "section" in f) and pages:
                 texts = s.quote_texts([p.page for p in quoted_pages(query, pages)])
                 cands = candidates(query, pages, texts)
+                if "section" in f:  # the filter keeps pages; a quote comes from under the section too
+                    cands = under_section(cands, texts, f["section"])
                 prepare(query, cands)
             cal = self._calibrate(query, ranked, f, early) if pol is not None and pages else None
             route = query.route

@@ -37,6 +37,7 @@ import numpy as np
 
 from sourcepage.corpus.structure import section_at
 from sourcepage.query import PageHit, Query
+from sourcepage.retrieval.filters import section_pattern
 from sourcepage.store.schema import now
 from sourcepage.support.select import (
     EMBEDDING_FEATURES,
@@ -346,6 +347,21 @@ def quote_section(raw: str, unit: str, page: PageHit) -> str:
     found in the text."""
     at = locate(raw, unit) if len(page.sections) > 1 else -1
     return (section_at(raw, page.sections, at, at + 1) if at >= 0 else "") or page.section
+
+
+def under_section(
+    cands: Sequence[Candidate], texts: Mapping[str, tuple[str, bool]] | None, values: Sequence[str]
+) -> list[Candidate]:
+    """The candidates that stand under a heading holding one of the ``section`` filter's
+    values (``retrieval.filters``): the filter keeps whole pages, and a page of Article 10
+    may also hold the start of Article 11, which is no quote of Article 10."""
+    pattern = section_pattern(values)
+    out = []
+    for c in cands:
+        raw = (texts or {}).get(c.page.page, (c.page.passage, False))[0]
+        if pattern.search(quote_section(raw, c.text, c.page)):
+            out.append(c)
+    return out
 
 
 def log_answer(
