@@ -14,7 +14,12 @@ Probes (all by default):
   names whole: stemmed content words, number left out; forms by weight, title, words, the
   section's length in pages, and as a phrase not all in the document's title);
 - ``dense-weight``: ``route:bm25`` and ``route:dense`` fused as 1/(60 + r) + w_d/(60 + r),
-  without the section stage, by question type.
+  without the section stage, by question type;
+- ``e5-tail``: the default's first 1 or 3 pages kept, the rest in the order of the three-way
+  fusion ``sect:route:rrf:bm25+dense+dense:e5-small`` (builds the e5 chunk index if missing);
+  ``e5-tail-mean`` the same with each e5 chunk vector replaced by the mean of its sentences'
+  vectors from the sentence table (``benchmarks/e5_fusion.py --mean``);
+- ``rrf-k``: the default with RRF's k at 10, 20, 30 and 100 instead of 60.
 
 Tune on dev only.
 """
@@ -34,9 +39,11 @@ from sourcepage.evaluation.questions import read_questions
 from sourcepage.query import Query
 from sourcepage.records import Question
 from sourcepage.retrieval import sections as SX
-from sourcepage.retrieval.fusion import RRF_K
+from sourcepage.retrieval.fusion import RRF_K, RrfSettings
+from sourcepage.retrieval.index import build_indexes
 from sourcepage.retrieval.methods import default_method, parse_method
 from sourcepage.retrieval.search import Searcher
+from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
 
 TOKENS = TokenizerConfig(stopwords=True, stem=True)
@@ -194,11 +201,41 @@ def dense_weight(s: Searcher, qs: Sequence[Question]) -> None:
         print(f"dense-weight  w_d {wd}  all {scores(runs, qs)} | {by_type}")
 
 
+def e5_tail(s: Searcher, qs: Sequence[Question], mean: bool = False) -> None:
+    three = "sect:route:rrf:bm25+dense+dense:e5-small"
+    build_indexes(s.store.path, "raw", [parse_method("dense:e5-small")])  # kept when current
+    if mean:
+        from e5_fusion import sentence_means  # benchmarks/, the script's own folder
+
+        s = Searcher(s.store.path, "raw", auto_build=False)  # vectors swapped in this one only
+        sentence_means(s)
+    pairs = {
+        q.id: [[h.page_id for h in s.rank(q.question, m, k=None).hits] for m in (default_method(), three)]
+        for q in qs
+    }
+    print(f"e5-tail  default          {scores({i: d for i, (d, _) in pairs.items()}, qs)}")
+    print(f"e5-tail  three-way        {scores({i: t for i, (_, t) in pairs.items()}, qs)}")
+    for head in (1, 3):
+        runs = {i: d[:head] + [p for p in t if p not in d[:head]] for i, (d, t) in pairs.items()}
+        print(f"e5-tail  head {head} + tail   {scores(runs, qs)}")
+
+
+def rrf_k(s: Searcher, qs: Sequence[Question]) -> None:
+    for k in (60, 10, 20, 30, 100):
+        settings = IndexSettings(methods={"rrf": RrfSettings(k=k)})
+        other = Searcher(s.store.path, "raw", settings, auto_build=False)
+        runs = {q.id: other.rank(q.question, default_method(), k=None).pages() for q in qs}
+        print(f"rrf-k  k = {k:<3}  {scores(runs, qs)}")
+
+
 PROBES = {
     "neighbours": neighbours,
     "dense-sections": dense_sections,
     "named-headings": named_headings,
     "dense-weight": dense_weight,
+    "e5-tail": e5_tail,
+    "e5-tail-mean": lambda s, qs: e5_tail(s, qs, mean=True),
+    "rrf-k": rrf_k,
 }
 
 
