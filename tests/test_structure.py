@@ -287,15 +287,21 @@ def test_a_quote_names_the_section_it_stands_under(nz_eu_store: Path) -> None:
     assert quote_section(raw, duty, one) == "only"
 
 
-def test_the_section_filter_matches_whole_words_of_a_heading() -> None:
-    from sourcepage.retrieval.filters import section_matches, section_pattern
+def test_the_section_filter_matches_citations_and_whole_words_of_a_heading() -> None:
+    from sourcepage.retrieval.filters import section_test
 
     paths = ("CHAPTER II OBLIGATIONS › Article 10 Obligations of manufacturers",)
-    assert section_matches(paths, section_pattern(["article  10"]))  # case and spacing ignored
-    assert not section_matches(paths, section_pattern(["Article 1"]))  # not Article 10
-    assert section_matches(paths, section_pattern(["Article 1", "chapter ii"]))  # any value
-    assert not section_matches(("Part 2 › 44 Duty of officers",), section_pattern(["Part 20", "officer"]))
-    assert section_matches(("Part 2 › 44 Duty of officers",), section_pattern(["duty of OFFICERS"]))
+    assert section_test(["article  10"])(paths)  # case and spacing ignored
+    assert not section_test(["Article 1"])(paths)  # not Article 10
+    assert section_test(["Article 1", "chapter ii"])(paths)  # any value
+    nz = ("Part 2 Health and safety duties › Subpart 3—Duties of officers › 44 Duty of officers",)
+    assert not section_test(["Part 20", "officer"])(nz)
+    assert section_test(["duty of OFFICERS"])(nz)
+    assert section_test(["s 44"])(nz) and section_test(["section 44"])(nz) and section_test(["Part 2"])(nz)
+    assert not section_test(["s 4"])(nz) and not section_test(["section 45"])(nz)
+    code = ("4. Controlling the risks › 4.3. Entry permits",)
+    assert section_test(["clause 4.3"])(code) and section_test(["4.3"])(code)  # words too
+    assert not section_test(["clause 4.30"])(code)
 
 
 def test_the_section_filter_keeps_the_pages_of_a_section(nz_eu_store: Path) -> None:
@@ -319,3 +325,56 @@ def test_the_section_filter_keeps_the_pages_of_a_section(nz_eu_store: Path) -> N
     assert searcher.rank(officers, "bm25", k=None, filters=eu_part2).pages() == []  # the EU act has no Part 2
     with pytest.raises(ValueError, match="unknown filter 'sections'"):
         searcher.rank(officers, "bm25", filters={"sections": "Part 2"})
+
+
+def test_citations_in_a_question() -> None:
+    from sourcepage.corpus.structure import cited_sections, cites
+
+    assert cited_sections("What does Article 10 of the EU regulation require?") == [("article", "10")]
+    assert cited_sections("What does s 44(1) say? And s.45?") == [("section", "44"), ("section", "45")]
+    assert cited_sections("ss 36 and 37; Articles 10, 11 or 13") == [
+        ("section", "36"),
+        ("section", "37"),
+        ("article", "10"),
+        ("article", "11"),
+        ("article", "13"),
+    ]
+    assert cited_sections("clause 4.3 of the NSW code, Annex III, Part 2, Subpart 3") == [
+        ("clause", "4.3"),
+        ("annex", "III"),
+        ("part", "2"),
+        ("subpart", "3"),
+    ]
+    assert cited_sections("under OSHA Subpart M") == []  # a US standard's name, not a provision
+    # an instrument's number, a possessive, a CFR citation and a lower-case letter cite nothing
+    for text in ("Under EU Regulation 2023/1230", "OSHA's 3 steps", "29 CFR 1910.147(c)(4)", "part a of it"):
+        assert cited_sections(text) == [], text
+    assert cites("44 Duty of officers", "section", "44") and not cites("441 Fees", "section", "44")
+    assert cites("4.3. Entry permits", "clause", "4.3") and not cites("4.3.1 Permits", "clause", "4.3")
+    assert cites("Article 10 Obligations of manufacturers", "article", "10")
+    assert not cites("Article 100 Entry into force", "article", "10")
+    assert not cites("10 Obligations", "article", "10")  # an article is always labelled
+    assert cites("ANNEX III ESSENTIAL HEALTH AND SAFETY REQUIREMENTS", "annex", "III")
+
+
+def test_a_cited_provision_ranks_first_and_is_what_is_quoted(nz_eu_store: Path) -> None:
+    """"What does section 36 … require?" puts s 36's page first (p.34; without the citation
+    rule the stage ranked it below pages that only mention the Act); "Article 10" puts the
+    pages Article 10 covers (pp.18–20) first and quotes Article 10's text only, not Articles
+    6–9's on p.18; a citation no heading is (clause 208) changes nothing."""
+    from sourcepage import api
+
+    searcher = Searcher(nz_eu_store)
+    default = "sect:route:rrf:bm25+dense"
+    s36 = "What does section 36 of New Zealand's Health and Safety at Work Act require?"
+    assert searcher.rank(s36, default).pages()[0] == "nz-hswa-2015#p34"
+    q = "What does Article 10 of the EU machinery regulation require?"
+    eu = {f"eu-reg-2023-1230-machinery#p{n}" for n in (18, 19, 20)}
+    assert set(searcher.rank(q, default, k=3).pages()) == eu
+    quotes = api.search(q, nz_eu_store, k=5)["answer"]["quotes"]
+    article_10 = "Article 10 Obligations of manufacturers of machinery and related products"
+    assert quotes and all(qt["section"].endswith(article_10) for qt in quotes)
+    odd = "What does clause 208 say about guarding machinery in the EU?"
+    base = searcher.ranked(parse_method("route:rrf:bm25+dense"), odd, None, {})
+    plain = [h.page_id for h in section_rank(searcher, odd, base)]
+    assert searcher.rank(odd, default, k=None).pages() == plain

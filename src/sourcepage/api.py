@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from sourcepage.corpus.fields import ASSET_URL_KEY, asset_links, check_asset_url, document_fields
+from sourcepage.corpus.structure import cited_sections
 from sourcepage.query import PageHit, Query
 from sourcepage.records import Decision, Document, Hit, parse_page_id
 from sourcepage.retrieval import duplicates
@@ -185,11 +186,13 @@ class SearchService:
             top = pages[:DECISION_DEPTH]
             texts, cands = None, None
             # the quote candidates, made while the e5 vector is encoded
-            if (answer or "section" in f) and pages:
+            scope = f.get("section") or [f"{kind} {num}" for kind, num in cited_sections(question)]
+            if (answer or scope) and pages:
                 texts = s.quote_texts([p.page for p in quoted_pages(query, pages)])
                 cands = candidates(query, pages, texts)
-                if "section" in f:  # the filter keeps pages; a quote comes from under the section too
-                    cands = under_section(cands, texts, f["section"])
+                if scope:  # a page of the section holds others' text too: quotes come from under it
+                    within = under_section(cands, texts, scope)
+                    cands = within if within or "section" in f else cands  # a citation no heading is
                 prepare(query, cands)
             cal = self._calibrate(query, ranked, f, early) if pol is not None and pages else None
             route = query.route

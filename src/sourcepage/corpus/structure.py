@@ -399,3 +399,70 @@ def section_at(text: str, paths: Sequence[str], start: int, end: int) -> str:
     overlap = {path: min(end, e) - max(start, b) for path, b, e in page_spans(text, paths)}
     best = max(overlap, key=lambda p: overlap[p], default="")
     return best if overlap.get(best, 0) > 0 else ""
+
+
+# ---- sections a text cites -----------------------------------------------------------------
+
+#: each kind of provision a citation names → its written forms (a form ending in "." may run
+#: into its number: "s.44"); and the label its headings start with
+_CITE_FORMS = {
+    "article": ("articles", "article", "art."),
+    "section": ("sections", "section", "sec.", "ss.", "ss", "s.", "s"),
+    "clause": ("clauses", "clause", "cl."),
+    "regulation": ("regulations", "regulation", "reg.", "r."),
+    "schedule": ("schedules", "schedule", "sch."),
+    "annex": ("annexes", "annex"),
+    "part": ("parts", "part"),
+    "chapter": ("chapters", "chapter"),
+    "appendix": ("appendices", "appendix", "app."),
+    "subpart": ("subparts", "subpart"),
+    "division": ("divisions", "division"),
+}
+_CITE_LABELS = {
+    "article": r"Article|Art\.?",
+    "section": r"Section|s\.?",
+    "clause": r"Clause|cl\.?",
+    "regulation": r"Regulation|Reg\.?|r\.?",
+}
+#: kinds whose headings may be a bare number: "44 Duty of officers" is section 44 of the NZ
+#: Act, "4.3. Entry permits" clause 4.3 of an Australian code
+_BARE_NUMBERED = ("section", "clause", "regulation")
+_FORM_KIND = {f: k for k, forms in _CITE_FORMS.items() for f in forms}
+_FORMS = "|".join(
+    re.escape(f) + (r"\s*" if f.endswith(".") else r"\s+") for f in sorted(_FORM_KIND, key=len, reverse=True)
+)
+_NUM = r"(?:\d{1,3}[A-Z]{0,2}(?:\.\d{1,3})*|[IVXLC]{1,6}|[A-Z])(?![\w/]|\.\d)"
+_CITE = re.compile(
+    rf"(?<![\w'’.])(?P<form>(?i:{_FORMS}))(?P<nums>{_NUM}(?:\s*(?:,|&|(?i:and|or|to))\s*{_NUM})*)"
+)
+
+
+def cited_sections(text: str) -> list[tuple[str, str]]:
+    """The provisions ``text`` cites, as (kind, number), in order, each once: "Article 10",
+    "section 44", "s 44", "clause 4.3", "Schedule 1", "Annex III", "Part 2", "Subpart M"; a
+    list gives each ("ss 36 and 37", "Articles 10, 11 or 13"). A number with a slash is an
+    instrument's, not a provision's ("Regulation 2023/1230"), and a lettered subpart is a US
+    standard ("OSHA Subpart M", fall protection in construction), which guidance cites whole:
+    its own "Subpart M – Fall Protection: Non-mandatory Appendices" is no answer to either."""
+    out = []
+    for m in _CITE.finditer(text):
+        kind = _FORM_KIND[re.sub(r"\s+", "", m.group("form")).lower()]
+        out += [(kind, n) for n in re.findall(_NUM, m.group("nums")) if not (kind == "subpart" and n.isalpha())]
+    return list(dict.fromkeys(out))
+
+
+def cites(title: str, kind: str, num: str) -> bool:
+    """Whether a heading title is the cited provision: labelled ("Article 10 Obligations …",
+    "Schedule 1 …", "Part 2 …", "Subpart M") or, for sections, clauses and regulations,
+    numbered alone ("44 Duty of officers", "4.3. Entry permits"; not "4.30" or "4.3.1",
+    which a path under 4.3 holds below it)."""
+    label = _CITE_LABELS.get(kind, kind.capitalize())
+    n = re.escape(num)
+    if re.match(rf"(?:{label})\s*{n}(?![\w])(?!\.\d)", title, re.IGNORECASE):
+        return True
+    return kind in _BARE_NUMBERED and re.match(rf"{n}(?:\.(?!\d))?\s+\S", title) is not None
+
+
+def path_cites(path: str, kind: str, num: str) -> bool:
+    """Whether one heading of a heading path is the cited provision (``cites``)."""
+    return any(cites(t.strip(), kind, num) for t in path.split(SEP))

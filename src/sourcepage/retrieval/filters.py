@@ -7,17 +7,20 @@ value or a list of accepted values, compared case-insensitively; ``year_from`` a
 column is a ``;``-list, matched by any of its values (``corpus.fields``).
 
 ``section`` is the one filter of pages rather than documents: a page passes when one of the
-heading paths that cover it (``corpus.structure``, stored at ingest) holds a value as whole
-words, case and spacing ignored — "Article 10" (not Article 100), "Part 2", "Duty of
-officers", "Schedule 1".
+heading paths that cover it (``corpus.structure``, stored at ingest) holds a value. A value
+that is a citation ("Article 10", "s 44", "section 44", "clause 4.3", "Schedule 1") is matched
+as one (``corpus.structure.cites``: "44 Duty of officers" is section 44, "4.3. Entry
+permits" clause 4.3); any other value as whole words, case and spacing ignored ("Duty of
+officers", "Entry permits").
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from sourcepage.corpus.fields import field_matches
+from sourcepage.corpus.structure import cited_sections, path_cites
 from sourcepage.records import MANIFEST_COLUMNS, Document
 
 RANGE_KEYS = ("year_from", "year_to")
@@ -73,13 +76,24 @@ def page_filters(filters: Mapping[str, list[str]]) -> dict[str, list[str]]:
     return {k: v for k, v in filters.items() if k in PAGE_KEYS}
 
 
-def section_pattern(values: Sequence[str]) -> re.Pattern[str]:
-    """One pattern for the ``section`` filter's values: each as whole words, any white space
-    between them, case ignored."""
-    words = [r"\s+".join(re.escape(w) for w in v.split()) for v in values if v.split()]
-    return re.compile(r"(?<!\w)(?:" + "|".join(words) + r")(?!\w)", re.IGNORECASE)
+def section_test(values: Sequence[str]) -> Callable[[Sequence[str]], bool]:
+    """The ``section`` filter's test of a page's heading paths: true when a path holds one of
+    ``values`` — a citation as the provision it cites, other words as whole words, any white
+    space between them, case ignored."""
+    cited: list[tuple[str, str]] = []
+    words: list[str] = []
+    for v in values:
+        c = cited_sections(v)
+        if len(c) == 1 and re.fullmatch(r"[\s\w.]+", v) and v.split()[-1].strip(".") == c[0][1]:
+            cited += c
+        elif v.split():
+            words.append(r"\s+".join(re.escape(w) for w in v.split()))
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(words) + r")(?!\w)", re.IGNORECASE) if words else None
 
+    def holds(path: str) -> bool:
+        return bool(pattern and pattern.search(path)) or any(path_cites(path, k, n) for k, n in cited)
 
-def section_matches(paths: Sequence[str], pattern: re.Pattern[str]) -> bool:
-    """True when one of a page's heading paths holds the ``section`` filter's pattern."""
-    return any(pattern.search(p) for p in paths)
+    def test(paths: Sequence[str]) -> bool:
+        return any(holds(p) for p in paths)
+
+    return test

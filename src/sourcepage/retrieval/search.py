@@ -23,8 +23,7 @@ from sourcepage.retrieval.filters import (
     check_filters,
     matches,
     page_filters,
-    section_matches,
-    section_pattern,
+    section_test,
 )
 from sourcepage.retrieval.index import IndexDamaged, IndexMissing, LoadedIndex, build_index, load_index
 from sourcepage.retrieval.methods import Method, parse_method
@@ -131,9 +130,9 @@ class Searcher:
         )
         mask = ok[idx.chunk_docs]
         if values := page_filters(filters).get("section"):
-            pattern = section_pattern(values)
+            test = section_test(values)
             held = [self.page_sections(p) or (self.page_section(p)[0],) for p in idx.page_ids]
-            pages = np.array([section_matches(paths, pattern) for paths in held], dtype=bool)
+            pages = np.array([test(paths) for paths in held], dtype=bool)
             mask &= pages[idx.chunk_pages]
         return mask
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from sourcepage.corpus.structure import section_at
 from sourcepage.query import PageHit, Query
-from sourcepage.retrieval.filters import section_pattern
+from sourcepage.retrieval.filters import section_test
 from sourcepage.store.schema import now
 from sourcepage.support.select import (
     EMBEDDING_FEATURES,
@@ -355,11 +355,11 @@ def under_section(
     """The candidates that stand under a heading holding one of the ``section`` filter's
     values (``retrieval.filters``): the filter keeps whole pages, and a page of Article 10
     may also hold the start of Article 11, which is no quote of Article 10."""
-    pattern = section_pattern(values)
+    test = section_test(values)
     out = []
     for c in cands:
         raw = (texts or {}).get(c.page.page, (c.page.passage, False))[0]
-        if pattern.search(quote_section(raw, c.text, c.page)):
+        if test([quote_section(raw, c.text, c.page)]):
             out.append(c)
     return out
 
