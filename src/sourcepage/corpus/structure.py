@@ -447,7 +447,8 @@ def cited_sections(text: str) -> list[tuple[str, str]]:
     out = []
     for m in _CITE.finditer(text):
         kind = _FORM_KIND[re.sub(r"\s+", "", m.group("form")).lower()]
-        out += [(kind, n) for n in re.findall(_NUM, m.group("nums")) if not (kind == "subpart" and n.isalpha())]
+        nums = re.findall(_NUM, m.group("nums"))
+        out += [(kind, n) for n in nums if not (kind == "subpart" and n.isalpha())]
     return list(dict.fromkeys(out))
 
 
