@@ -371,7 +371,11 @@ def test_a_cited_provision_ranks_first_and_is_what_is_quoted(nz_eu_store: Path) 
     q = "What does Article 10 of the EU machinery regulation require?"
     eu = {f"eu-reg-2023-1230-machinery#p{n}" for n in (18, 19, 20)}
     assert set(searcher.rank(q, default, k=3).pages()) == eu
-    quotes = api.search(q, nz_eu_store, k=5)["answer"]["quotes"]
+    res = api.search(q, nz_eu_store, k=5)
+    shown = [r["page"] for r in res["results"]]
+    assert res["cited"] == [{"citation": "article 10", "pages": [p for p in shown if p in eu]}]
+    assert shown[:3] == res["cited"][0]["pages"]  # first, in the stage's order
+    quotes = res["answer"]["quotes"]
     article_10 = "Article 10 Obligations of manufacturers of machinery and related products"
     assert quotes and all(qt["section"].endswith(article_10) for qt in quotes)
     odd = "What does clause 208 say about guarding machinery in the EU?"

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from sourcepage.corpus.fields import ASSET_URL_KEY, asset_links, check_asset_url, document_fields
-from sourcepage.corpus.structure import cited_sections
+from sourcepage.corpus.structure import cited_sections, path_cites
 from sourcepage.query import PageHit, Query
 from sourcepage.records import Decision, Document, Hit, parse_page_id
 from sourcepage.retrieval import duplicates
@@ -184,16 +184,8 @@ class SearchService:
             t2 = time.perf_counter()
             pages = self.pages(query, ranked[m.name], k)
             top = pages[:DECISION_DEPTH]
-            texts, cands = None, None
             # the quote candidates, made while the e5 vector is encoded
-            scope = f.get("section") or [f"{kind} {num}" for kind, num in cited_sections(question)]
-            if (answer or scope) and pages:
-                texts = s.quote_texts([p.page for p in quoted_pages(query, pages)])
-                cands = candidates(query, pages, texts)
-                if scope:  # a page of the section holds others' text too: quotes come from under it
-                    within = under_section(cands, texts, scope)
-                    cands = within if within or "section" in f else cands  # a citation no heading is
-                prepare(query, cands)
+            texts, cands = self._candidates(query, pages, f) if answer and pages else (None, None)
             cal = self._calibrate(query, ranked, f, early) if pol is not None and pages else None
             route = query.route
             assert route is not None  # Query.of routes
@@ -201,7 +193,7 @@ class SearchService:
             ans = None
             if answer or decision.decision == "answer":  # an answer is only given once its quotes are checked
                 if texts is None:
-                    texts = s.quote_texts([p.page for p in quoted_pages(query, pages)])
+                    texts, cands = self._candidates(query, pages, f)
                 cos = self.cosines(query)
                 ans = extract_answer(query, pages, decision.decision, texts=texts, cosines=cos, cands=cands)
                 ans, decision = gate(query, ans, decision)
@@ -220,6 +212,7 @@ class SearchService:
                     **route.as_dict(),
                     "applied": bool(route.jurisdictions) and "route" in _kinds(m) and "jurisdiction" not in f,
                 },
+                "cited": _cited(s, question, pages),
                 "query_ms": round((time.perf_counter() - t0) * 1000, 3),
                 "timings_ms": {
                     "load": round(load_ms, 3),
@@ -233,6 +226,22 @@ class SearchService:
                     log_answer(self.path, question, m.name, decision.decision, ans)
                 out["answer"] = ans
             return out
+
+    def _candidates(
+        self, query: Query, pages: list[PageHit], f: dict[str, list[str]]
+    ) -> tuple[dict[str, tuple[str, bool]], list[Any]]:
+        """The texts of the quoted pages and their quote candidates, ``prepare``d. Under a
+        ``section`` filter, or for a question citing a provision ("Article 10"), only the
+        units under it: a page of the section holds others' text too (a citation no heading
+        is keeps them all)."""
+        texts = self.searcher.quote_texts([p.page for p in quoted_pages(query, pages)])
+        cands = candidates(query, pages, texts)
+        scope = f.get("section") or [f"{kind} {num}" for kind, num in cited_sections(query.text)]
+        if scope:
+            within = under_section(cands, texts, scope)
+            cands = within if within or "section" in f else cands
+        prepare(query, cands)
+        return texts, cands
 
     def _calibrate(
         self, query: Query, ranked: dict[str, list[Hit]], f: Filters, early: list[Any]
@@ -420,6 +429,17 @@ def service(store: str | Path, version: str = "raw", build: bool = True) -> Sear
             # holder lets go of it (sqlite3 closes a connection when it is freed).
         svc = _services[key] = SearchService(store, version, build)
         return svc
+
+
+def _cited(s: Searcher, question: str, pages: list[PageHit]) -> list[dict[str, Any]]:
+    """The provisions the question cites ("section 36", "Article 10") and the returned pages
+    that stand under each (``sect:`` ranks them first; none: no heading searched is it)."""
+    out = []
+    for kind, num in cited_sections(question):
+        held = {p.page: s.page_sections(p.page) or (s.page_section(p.page)[0],) for p in pages}
+        under = [p for p, paths in held.items() if any(path_cites(h, kind, num) for h in paths)]
+        out.append({"citation": f"{kind} {num}", "pages": under})
+    return out
 
 
 def searcher(store: str | Path, version: str = "raw", build: bool = True) -> Searcher:

@@ -103,6 +103,11 @@ def test_search_filters(client: TestClient) -> None:
     assert body["results"] == [] and body["decision"] == "refuse"
     html = client.get("/", params={"q": "lock", "section": "Article 10"}).text
     assert 'name="section" value="Article 10"' in html and "Section = Article 10" in html
+    # a question citing a provision no heading of these pages is: said, and nothing moves
+    body = client.post("/search", json={"question": "What does section 3 say about locks?"}).json()
+    assert body["cited"] == [{"citation": "section 3", "pages": []}] and body["results"]
+    html = client.get("/", params={"q": "What does section 3 say about locks?"}).text
+    assert 'data-cited="section 3"' in html and "no page shown" in html
 
 
 @pytest.mark.parametrize(

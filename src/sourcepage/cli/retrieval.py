@@ -395,6 +395,7 @@ def _print_decision(res: dict) -> None:
             highlight=False,
         )
     _routing_line(res)
+    _cited_line(res)
     _desk_lines(res)
     tm = res.get("timings_ms")
     if tm:
@@ -449,6 +450,19 @@ def _desk_lines(res: dict) -> None:
                 style="yellow",
             )
         )
+
+
+def _cited_line(res: dict) -> None:
+    """The provisions the question cites and where they are among the pages (nothing when it
+    cites none)."""
+    for c in res.get("cited") or []:
+        where = ", ".join(p.rpartition("#")[2] for p in c["pages"])
+        line = (
+            f"cites {c['citation']}: its pages first ({where})"
+            if c["pages"]
+            else f"cites {c['citation']}: no page shown stands under it"
+        )
+        out.print(Text(line, style="cyan"))
 
 
 def _routing_line(res: dict) -> None:
