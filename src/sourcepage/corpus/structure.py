@@ -26,6 +26,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 #: the separator of a heading path
 SEP = " › "
@@ -457,13 +458,21 @@ def cites(title: str, kind: str, num: str) -> bool:
     "Schedule 1 …", "Part 2 …", "Subpart M") or, for sections, clauses and regulations,
     numbered alone ("44 Duty of officers", "4.3. Entry permits"; not "4.30" or "4.3.1",
     which a path under 4.3 holds below it)."""
-    label = _CITE_LABELS.get(kind, kind.capitalize())
-    n = re.escape(num)
-    if re.match(rf"(?:{label})\s*{n}(?![\w])(?!\.\d)", title, re.IGNORECASE):
-        return True
-    return kind in _BARE_NUMBERED and re.match(rf"{n}(?:\.(?!\d))?\s+\S", title) is not None
+    return _citation(kind, num).match(title.strip()) is not None
 
 
 def path_cites(path: str, kind: str, num: str) -> bool:
     """Whether one heading of a heading path is the cited provision (``cites``)."""
-    return any(cites(t.strip(), kind, num) for t in path.split(SEP))
+    pattern = _citation(kind, num)
+    return any(pattern.match(t.strip()) for t in path.split(SEP))
+
+
+@lru_cache(maxsize=256)
+def _citation(kind: str, num: str) -> re.Pattern[str]:
+    """The heading-title pattern of one cited provision (compiled once: a filter tests every
+    page's headings)."""
+    n = re.escape(num)
+    forms = rf"(?i:{_CITE_LABELS.get(kind, kind)})\s*(?i:{n})(?!\w)(?!\.\d)"
+    if kind in _BARE_NUMBERED:
+        forms += rf"|{n}(?:\.(?!\d))?\s+\S"
+    return re.compile(forms)

@@ -57,6 +57,8 @@ class Searcher:
         self.contents_last = contents_last
         self._contents: set[str] | None = None
         self._structure: dict[str, tuple[str, str, str]] | None = None
+        self._paths: dict[str, tuple[str, ...]] = {}  # page id → its heading paths (page_sections)
+        self._section_masks: dict[tuple[int, tuple[str, ...]], np.ndarray] = {}  # _section_pages
         self.documents: Mapping[str, Document] = self.store.document_map()  # read on demand
         self._fingerprint: str | None = None
         self._indexes: dict[str, LoadedIndex] = {}
@@ -130,11 +132,23 @@ class Searcher:
         )
         mask = ok[idx.chunk_docs]
         if values := page_filters(filters).get("section"):
-            test = section_test(values)
-            held = [self.page_sections(p) or (self.page_section(p)[0],) for p in idx.page_ids]
-            pages = np.array([test(paths) for paths in held], dtype=bool)
-            mask &= pages[idx.chunk_pages]
+            mask &= self._section_pages(idx, tuple(values))[idx.chunk_pages]
         return mask
+
+    def _section_pages(self, idx: LoadedIndex, values: tuple[str, ...]) -> np.ndarray:
+        """Which of the index's pages a ``section`` filter keeps (kept for the last 32 filters:
+        a cited provision is asked of the same store again and again)."""
+        key = (id(idx), values)
+        with self._lock:
+            got = self._section_masks.get(key)
+        if got is None or len(got) != len(idx.page_ids):
+            test = section_test(values)
+            got = np.array([test(self.page_sections(p) or (self.page_section(p)[0],)) for p in idx.page_ids])
+            with self._lock:
+                if len(self._section_masks) >= 32:
+                    self._section_masks.pop(next(iter(self._section_masks)))
+                self._section_masks[key] = got
+        return got
 
     def ranked(
         self, method: Method, query: str, depth: int | None, filters: dict[str, list[str]]
@@ -198,8 +212,13 @@ class Searcher:
         return sec, kind
 
     def page_sections(self, page_id: str) -> tuple[str, ...]:
-        """Every heading path covering part of a page, in page order (corpus.structure)."""
-        return tuple(json.loads(self.structure().get(page_id, ("", "[]", ""))[1] or "[]"))
+        """Every heading path covering part of a page, in page order (corpus.structure), read
+        once per page."""
+        got = self._paths.get(page_id)
+        if got is None:
+            held = self.structure().get(page_id, ("", "[]", ""))[1]
+            got = self._paths[page_id] = tuple(json.loads(held or "[]"))
+        return got
 
     def _passage_section(self, page_id: str, chunk_id: str, paths: list[str]) -> str:
         chunk = self.store.chunk(self.version, chunk_id)

@@ -336,13 +336,14 @@ class SectionMethod:
         cited = cited_sections(query)
         if cited and "section" not in filters:  # the pages of a provision the question cites
             within = {**filters, "section": [f"{kind} {num}" for kind, num in cited]}
-            hits = cited_first(hits, searcher.ranked(method.parts[0], query, None, within))
+            hits = cited_first(hits, searcher.ranked(method.parts[0], query, own.depth, within))
         return hits[:k] if k else hits
 
 
 def cited_first(hits: Sequence[Hit], cited: Sequence[Hit]) -> list[Hit]:
-    """``cited`` (the pages of the provisions a question cites, "What does s 36 require?")
-    before every other page: in ``hits``' order where it ranks them, then in their own. A
+    """``cited`` (the pages of the provisions a question cites, "What does s 36 require?"; the
+    base's first ``SectionSettings.depth`` of them) before every other page: in ``hits``'
+    order where it ranks them, then in their own. A
     citation names the page as surely as a jurisdiction names the documents (``route:``); a
     question citing what no heading of the corpus is keeps ``hits`` as they are."""
     held = {h.page_id for h in cited}
