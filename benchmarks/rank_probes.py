@@ -19,7 +19,9 @@ Probes (all by default):
   fusion ``sect:route:rrf:bm25+dense+dense:e5-small`` (builds the e5 chunk index if missing);
   ``e5-tail-mean`` the same with each e5 chunk vector replaced by the mean of its sentences'
   vectors from the sentence table (``benchmarks/e5_fusion.py --mean``);
-- ``rrf-k``: the default with RRF's k at 10, 20, 30 and 100 instead of 60.
+- ``rrf-k``: the default with RRF's k at 10, 20, 30 and 100 instead of 60;
+- ``page-bm25``: + w/(60 + rank of the page by BM25 over its whole text, or by its chunks'
+  BM25 scores as max + λ·(sum of the others)).
 
 Tune on dev only.
 """
@@ -228,6 +230,51 @@ def rrf_k(s: Searcher, qs: Sequence[Question]) -> None:
         print(f"rrf-k  k = {k:<3}  {scores(runs, qs)}")
 
 
+def page_bm25(s: Searcher, qs: Sequence[Question]) -> None:
+    """A second granularity: the top pages re-ranked by BM25 over whole page texts (the
+    same tokens and formula as the chunk index; rank_bm25 ``BM25Okapi`` equals it),
+    added at w/(60 + rank); and the chunk index's page score as max + λ·(sum of the
+    page's other chunks), the same way."""
+    from rank_bm25 import BM25Okapi
+
+    pids, toks = [], []
+    for doc in sorted(s.documents):
+        for n, text in enumerate(s.store.page_texts(doc), 1):
+            pids.append(f"{doc}#p{n}")
+            toks.append(tokenize(text))
+    assert set(pids) == s.store.page_ids(), "page numbers are not 1..n"
+    bm, pos = BM25Okapi(toks, k1=1.5, b=0.75, epsilon=0), {p: i for i, p in enumerate(pids)}
+    idx = s.index(parse_method("bm25"))
+    chunk_pages = np.asarray(idx.chunk_pages)
+
+    def extra(q: str, w: float, lam: float | None) -> Callable[[list[str]], dict[str, float]]:
+        routed = Query.of(s, q).route.query or q
+        qt = tokenize(routed)
+
+        def add(top: list[str]) -> dict[str, float]:
+            if not w:
+                return {}
+            if lam is None:
+                sc = bm.get_scores(qt)
+                val = {p: float(sc[pos[p]]) for p in top}
+            else:
+                cs = np.concatenate(list(idx.score_parts(routed)))
+                ip = {p: i for i, p in enumerate(idx.page_ids)}
+                val = {}
+                for p in top:
+                    c = np.sort(cs[chunk_pages == ip[p]])[::-1]
+                    val[p] = float(c[0] + lam * c[1:].sum()) if c.size else 0.0
+            order = sorted(top, key=lambda p: (-val[p], p))
+            return {p: w / (RRF_K + r) for r, p in enumerate(order, 1)}
+
+        return add
+
+    for w, lam in ((0.0, None), (0.5, None), (1.0, None), (0.5, 0.5), (1.0, 0.5), (1.0, 0.2)):
+        runs = {q.id: staged(s, q.question, extra(q.question, w, lam)) for q in qs}
+        form = "whole page" if lam is None else f"max + {lam}·rest"
+        print(f"page-bm25  w {w}, {form}  {scores(runs, qs)}")
+
+
 PROBES = {
     "neighbours": neighbours,
     "dense-sections": dense_sections,
@@ -236,6 +283,7 @@ PROBES = {
     "e5-tail": e5_tail,
     "e5-tail-mean": lambda s, qs: e5_tail(s, qs, mean=True),
     "rrf-k": rrf_k,
+    "page-bm25": page_bm25,
 }
 
 
