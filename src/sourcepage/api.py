@@ -435,8 +435,9 @@ def _cited(s: Searcher, question: str, pages: list[PageHit]) -> list[dict[str, A
     """The provisions the question cites ("section 36", "Article 10") and the returned pages
     that stand under each (``sect:`` ranks them first; none: no heading searched is it)."""
     out = []
-    for kind, num in cited_sections(question):
-        held = {p.page: s.page_sections(p.page) or (s.page_section(p.page)[0],) for p in pages}
+    cited = cited_sections(question)
+    held = {p.page: s.section_paths(p.page) for p in pages} if cited else {}
+    for kind, num in cited:
         under = [p for p, paths in held.items() if any(path_cites(h, kind, num) for h in paths)]
         out.append({"citation": f"{kind} {num}", "pages": under})
     return out

@@ -143,7 +143,7 @@ class Searcher:
             got = self._section_masks.get(key)
         if got is None or len(got) != len(idx.page_ids):
             test = section_test(values)
-            got = np.array([test(self.page_sections(p) or (self.page_section(p)[0],)) for p in idx.page_ids])
+            got = np.array([test(self.section_paths(p)) for p in idx.page_ids])
             with self._lock:
                 if len(self._section_masks) >= 32:
                     self._section_masks.pop(next(iter(self._section_masks)))
@@ -219,6 +219,11 @@ class Searcher:
             held = self.structure().get(page_id, ("", "[]", ""))[1]
             got = self._paths[page_id] = tuple(json.loads(held or "[]"))
         return got
+
+    def section_paths(self, page_id: str) -> tuple[str, ...]:
+        """The heading paths a ``section`` filter or a citation is tested on: those covering
+        the page (``page_sections``), else its main section alone."""
+        return self.page_sections(page_id) or (self.page_section(page_id)[0],)
 
     def _passage_section(self, page_id: str, chunk_id: str, paths: list[str]) -> str:
         chunk = self.store.chunk(self.version, chunk_id)
