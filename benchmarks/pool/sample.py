@@ -28,7 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-POOLS = {"intl": ("corpus-intl", 245), "construction": ("corpus-construction", 190), "extra": ("corpus-extra", 205)}
+POOLS = {
+    "intl": ("corpus-intl", 245),
+    "construction": ("corpus-construction", 190),
+    "extra": ("corpus-extra", 205),
+}
 SHARES = {"unsupported": 0.22, "out_of_domain": 0.06}  # the rest answerable
 RESERVE = 0.25
 
