@@ -190,8 +190,12 @@ def test_invalid_manifest_does_not_touch_the_store(tmp_path: Path) -> None:
 
 
 def test_missing_manifest(tmp_path: Path) -> None:
-    with pytest.raises(ManifestError, match="manifest.csv not found"):
+    with pytest.raises(ManifestError, match="manifest.csv not found") as err:
         read_manifest(tmp_path)
+    # the error teaches: the columns a manifest holds and where each is described
+    assert "docs/manifest.md" in str(err.value)
+    assert "doc_id, file, title" in str(err.value) and "found_in" in str(err.value)
+    assert (Path(__file__).parents[1] / "docs" / "manifest.md").is_file()
 
 
 def test_extra_construction_columns_kept(tmp_path: Path) -> None:

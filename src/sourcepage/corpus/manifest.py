@@ -17,6 +17,8 @@ from sourcepage.records import MANIFEST_COLUMNS, Document
 
 DOC_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*\Z")
 ROLES = ("primary", "supporting")
+#: where a person reads what each column holds (named in the errors of a missing or short manifest)
+GUIDE = "every column is described in docs/manifest.md"
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,9 @@ def _reader(path: Path, name: str) -> csv.DictReader:
     """A reader over the manifest's rows, its header read and holding every required
     column; ManifestError for a missing, non-UTF-8, empty or unreadable file."""
     if not path.is_file():
-        raise ManifestError([Problem(name, 0, "", "manifest.csv not found")])
+        msg = (f"manifest.csv not found: a corpus folder holds manifest.csv (one row a PDF, columns "
+               f"{', '.join(MANIFEST_COLUMNS)}) and the PDFs under pdf/; {GUIDE}")
+        raise ManifestError([Problem(name, 0, "", msg)])
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:
@@ -181,7 +185,9 @@ def _reader(path: Path, name: str) -> csv.DictReader:
         raise ManifestError([Problem(name, reader.reader.line_num, "", _csv_problem(e))]) from None
     missing = [c for c in MANIFEST_COLUMNS if c not in header]
     if missing:
-        raise ManifestError([Problem(name, 1, c, "required column missing from header") for c in missing])
+        raise ManifestError(
+            [Problem(name, 1, c, f"required column missing from header ({GUIDE})") for c in missing]
+        )
     return reader
 
 
