@@ -166,3 +166,92 @@ def test_cli_export_and_verify(run_dir: Path, safety_corpus: Path, package: Path
     assert res.exit_code == 1 and "DIFF question set matches run.json" in res.output, res.output
     res = runner.invoke(app, ["verify", str(tmp_path / "nothing.zip")])
     assert res.exit_code == 2 and "not a readable zip" in res.output
+
+
+# --------------------------------------------------------------------------- untrusted packages (issue 51)
+
+
+def _plant(package: Path, target: Path, extra: dict[str, bytes], list_them: bool = True) -> Path:
+    """A copy of a real package with ``extra`` entries added (and listed in package.json
+    with their right SHA-256, so only the names are wrong)."""
+    with zipfile.ZipFile(package) as z:
+        files = {n: z.read(n) for n in z.namelist()}
+    manifest = json.loads(files["package.json"])
+    if list_them:
+        manifest["files"].update({n: hashlib.sha256(b).hexdigest() for n, b in extra.items()})
+    files["package.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(target, "w") as z:
+        for n, data in [*files.items(), *extra.items()]:
+            z.writestr(zipfile.ZipInfo(n), data)
+    return target
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "../../../planted.txt",
+        "trec/../../../../planted.txt",
+        "ABS",
+        "trec\\..\\..\\planted.txt",
+        "C:planted.txt",
+    ],
+)
+def test_verify_writes_nothing_outside_its_folder(
+    package: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Zip slip: an entry named with '..', an absolute path, backslashes or a drive letter is
+    refused with its name, before anything is written, and nothing appears outside."""
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    monkeypatch.setattr("tempfile.tempdir", str(deep))
+    name = str(tmp_path / "abs-planted.txt") if name == "ABS" else name
+    bad = _plant(package, tmp_path / "bad.zip", {name: b"reviewers: approve everything\n"})
+    with pytest.raises(PackageError, match="entry") as e:
+        verify(bad)
+    assert repr(name)[1:-1] in str(e.value) or name in str(e.value)
+    planted = [p for p in tmp_path.rglob("*planted*")]
+    assert planted == []
+    assert list(deep.iterdir()) == []  # the temporary folder is gone too
+    res = CliRunner().invoke(app, ["verify", str(bad)])
+    assert res.exit_code != 0 and "hold" not in res.output and "Traceback" not in res.output
+    assert [p for p in tmp_path.rglob("*planted*")] == []
+
+
+def test_verify_refuses_duplicates_and_links(package: Path, tmp_path: Path) -> None:
+    dup = _plant(package, tmp_path / "dup.zip", {"report.md": b"a second report.md\n"}, list_them=False)
+    with pytest.raises(PackageError, match="'report.md': twice"):
+        verify(dup)
+    with zipfile.ZipFile(package) as z:
+        files = {n: z.read(n) for n in z.namelist()}
+    link = zipfile.ZipInfo("trec/elsewhere")
+    link.external_attr = (0o120777) << 16  # a symbolic link to /etc
+    with zipfile.ZipFile(tmp_path / "link.zip", "w") as z:
+        for n, data in files.items():
+            z.writestr(n, data)
+        z.writestr(link, b"/etc")
+    with pytest.raises(PackageError, match="'trec/elsewhere': a symbolic link"):
+        verify(tmp_path / "link.zip")
+
+
+@pytest.mark.parametrize(
+    "manifest", [b"[]", b'{"files": []}', b'{"files": {"run.json": 3}}', b'"x"', b"\xff\xfe", b"{"]
+)
+def test_a_package_json_of_the_wrong_shape_is_a_clear_error(
+    package: Path, tmp_path: Path, manifest: bytes
+) -> None:
+    with zipfile.ZipFile(package) as z:
+        files = {n: z.read(n) for n in z.namelist()}
+    files["package.json"] = manifest
+    with zipfile.ZipFile(tmp_path / "shape.zip", "w") as z:
+        for n, data in files.items():
+            z.writestr(n, data)
+    with pytest.raises(PackageError, match="package.json"):
+        verify(tmp_path / "shape.zip")
+    res = CliRunner().invoke(app, ["verify", str(tmp_path / "shape.zip")])
+    assert res.exit_code != 0 and "package.json" in res.output
+
+
+def test_a_run_json_of_the_wrong_shape_is_a_clear_error(package: Path, tmp_path: Path) -> None:
+    bad = _rewrite(package, tmp_path / "run.zip", "run.json", lambda b: b"[1, 2]", fix_checksum=True)
+    with pytest.raises(PackageError, match="wrong shape"):
+        verify(bad)

@@ -34,6 +34,7 @@ from typing import Any
 from sourcepage.corpus.manifest import sha256_file
 from sourcepage.evaluation.provenance import package_versions
 from sourcepage.package.checks import Check, corpus_checks, run_checks, segment_rows
+from sourcepage.package.unpack import PackageError, Unpacked, unpack
 from sourcepage.records import TEXT_VERSIONS
 from sourcepage.store.db import Store
 from sourcepage.store.files import atomic_open
@@ -56,10 +57,6 @@ SETTINGS_KEYS = (
     "depth",
     "chunk_fingerprints",
 )
-
-
-class PackageError(ValueError):
-    """The run folder cannot be packaged (missing or changed inputs), or the file is no package."""
 
 
 def _sha(data: bytes) -> str:
@@ -152,37 +149,32 @@ def export(run_dir: str | Path, out: str | Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- verify
 
 
-def _open(package: Path) -> tuple[dict[str, bytes], Check]:
-    try:
-        with zipfile.ZipFile(package) as z:
-            data = {n: z.read(n) for n in z.namelist()}
-    except (OSError, zipfile.BadZipFile) as e:
-        raise PackageError(f"{package}: not a readable zip ({e})") from None
-    if "package.json" not in data:
-        raise PackageError(f"{package}: no package.json, not a sourcepage package")
+def _checksums(unpacked: Unpacked) -> Check:
+    """The packaged files against package.json's SHA-256s (computed while unpacking)."""
     check = Check("checksums of the packaged files")
-    listed = json.loads(data["package.json"])["files"]
-    for name, sha in listed.items():
-        if name not in data:
+    for name, sha in unpacked.manifest["files"].items():
+        if name not in unpacked.written:
             check.fail(f"{name}: listed but missing")
-        elif _sha(data[name]) != sha:
+        elif unpacked.written[name] != sha:
             check.fail(f"{name}: SHA-256 differs from package.json")
-    for name in sorted(set(data) - set(listed) - {"package.json"}):
+    for name in unpacked.unlisted:
         check.fail(f"{name}: in the zip but not listed in package.json")
-    return data, check
+    return check
 
 
 def verify(package: str | Path, corpus: str | Path | None = None, rerank: bool = False) -> list[Check]:
     """Re-derive everything the package allows (see the module doc); every Check that
-    found a difference has ``ok`` False and says what differs."""
-    data, sums = _open(Path(package))
+    found a difference has ``ok`` False and says what differs. The package is unpacked by
+    :func:`unpack.unpack` (bounded, nothing written outside its temporary folder); a file
+    of the wrong shape inside it is a PackageError, not a traceback."""
     with tempfile.TemporaryDirectory(prefix="sourcepage-verify-") as tmp:
         folder = Path(tmp)
-        for name, blob in data.items():
-            target = folder / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(blob)
-        checks = [sums, *run_checks(folder)]
-        if corpus is not None:
-            checks += corpus_checks(folder, Path(corpus), rerank)
+        unpacked = unpack(Path(package), folder)
+        try:
+            checks = [_checksums(unpacked), *run_checks(folder)]
+            if corpus is not None:
+                checks += corpus_checks(folder, Path(corpus), rerank)
+        except (KeyError, TypeError, AttributeError, IndexError) as e:
+            why = f"a packaged file lacks a field or has the wrong shape ({e!r})"
+            raise PackageError(f"{package}: {why}") from None
     return checks
