@@ -91,3 +91,56 @@ def test_bge_cls_vectors_with_query_prefix() -> None:
     # the prefix is part of the question's vector; a passage's vector is its own
     assert not np.allclose(q, enc.embed([QUESTION])[0], atol=1e-3)
     assert np.abs(enc.embed([RELEVANT])[0] - vecs[3]).max() <= 1e-6
+
+
+# ---- the second stage xenc:<base> -------------------------------------------------------
+
+OXYGEN = "what oxygen level is safe to enter a tank"
+
+
+def test_stage_name_and_settings() -> None:
+    from sourcepage.retrieval.methods import parse_method
+    from sourcepage.retrieval.xenc import XencSettings
+
+    m = parse_method("xenc:sect:route:rrf:bm25+dense")
+    assert m.kind == "xenc" and m.name == "xenc:sect:route:rrf:bm25+dense" and parse_method(m.name) == m
+    for bad in ({"depth": 0}, {"weight": 1.5}, {"offset": 0.0}):
+        with pytest.raises(ValueError):
+            XencSettings(**bad)
+
+
+def test_stage_reorders_the_base_by_the_blend(safety_store: Path) -> None:
+    from sourcepage.retrieval.search import Searcher
+    from sourcepage.retrieval.settings import IndexSettings
+    from sourcepage.retrieval.xenc import blend, page_logits
+
+    s = Searcher(safety_store)
+    base = list(s.rank(OXYGEN, "bm25", k=None).hits)
+    got = s.rank(OXYGEN, "xenc:bm25", k=None)
+    assert sorted(got.pages()) == sorted(h.page_id for h in base)
+    assert [h.rank for h in got.hits] == list(range(1, len(base) + 1))
+    assert s.rank(OXYGEN, "xenc:bm25", k=None).hits == got.hits  # deterministic
+    logits = page_logits(s, OXYGEN, [h.page_id for h in base])
+    # a page's logit is its best chunk's, the pair scored alone
+    p3 = "confined_space_entry#p3"
+    chunks = s.store.page_chunks("raw", p3)
+    alone = V.cross_encoder().scores(OXYGEN, [t for _, t in chunks])
+    assert logits[p3][0] == pytest.approx(alone.max(), abs=1e-9)
+    assert logits[p3][1] == chunks[int(alone.argmax())][0]
+    # weight 1: the cross-encoder's order (the oxygen-level page first); weight 0: the base's
+    only_x = Searcher(safety_store, settings=IndexSettings().replace("xenc", weight=1.0))
+    first = max(logits, key=lambda p: logits[p][0])
+    assert first == p3 and only_x.rank(OXYGEN, "xenc:bm25", k=3).pages()[0] == p3
+    keep = blend(base, logits, IndexSettings().replace("xenc", weight=0.0).of("xenc"))
+    assert [h.page_id for h in keep] == [h.page_id for h in base]
+
+
+def test_stage_keeps_the_tail_in_base_order(safety_store: Path) -> None:
+    from sourcepage.retrieval.search import Searcher
+    from sourcepage.retrieval.settings import IndexSettings
+
+    s = Searcher(safety_store, settings=IndexSettings().replace("xenc", depth=3))
+    base = s.rank(OXYGEN, "bm25", k=None).pages()
+    got = s.rank(OXYGEN, "xenc:bm25", k=None).pages()
+    assert sorted(got[:3]) == sorted(base[:3]) and got[3:] == base[3:]
+    assert s.rank(OXYGEN, "xenc:bm25", k=2).pages() == got[:2]
