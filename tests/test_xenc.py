@@ -144,3 +144,23 @@ def test_stage_keeps_the_tail_in_base_order(safety_store: Path) -> None:
     got = s.rank(OXYGEN, "xenc:bm25", k=None).pages()
     assert sorted(got[:3]) == sorted(base[:3]) and got[3:] == base[3:]
     assert s.rank(OXYGEN, "xenc:bm25", k=2).pages() == got[:2]
+
+
+# ---- dense:bge-small ----------------------------------------------------------------------
+
+
+def test_dense_bge_small_ranks_by_cls_cosine(fresh_store: Path) -> None:
+    from sourcepage.retrieval.dense import MODELS
+    from sourcepage.retrieval.methods import available_methods, parse_method
+    from sourcepage.retrieval.search import Searcher
+
+    assert "dense:bge-small" in available_methods()
+    assert parse_method("dense:bge-small").index_key == "dense-bge-small"
+    s = Searcher(fresh_store)
+    got = s.rank(OXYGEN, "dense:bge-small", k=3)
+    assert got.pages()[0] == "confined_space_entry#p3"
+    q = V.bge().query(OXYGEN)
+    best = got.hits[0]
+    # a page's score is its best chunk's cosine with the prefixed question's CLS vector
+    assert MODELS["bge-small"].query(OXYGEN) == pytest.approx(q)
+    assert best.score == pytest.approx(float(V.bge().embed([s.passage(best.chunk_id)])[0] @ q), abs=1e-5)

