@@ -23,7 +23,7 @@ REFERRED = "hearing protection and who may remove a lock"
 NEAR = "Hearing protection, and who may remove the lock?"  # stemmed terms: the same words
 DECISION = {
     "decision": "answer",
-    "pages": ["loto_energy_control#p2"],
+    "pages": ["loto_energy_control#p3"],
     "quotes": ["Each lock is removed by the employee who applied it."],
     "answer": "Only the employee who applied a lock removes it.",
     "note": "checked against the procedure page",
@@ -126,7 +126,7 @@ def test_a_decision_reaches_the_asker_and_the_same_question_again(
     assert got["decision"]["answer"] == DECISION["answer"] and got["decision"]["pages"] == DECISION["pages"]
     page = client.get(f"/questions/{rid}")  # no sign-in needed to read
     assert page.status_code == 200 and "Reviewed answer" in page.text and DECISION["answer"] in page.text
-    assert "ada" in page.text and "/view/loto_energy_control%23p2" in page.text
+    assert "ada" in page.text and "/view/loto_energy_control%23p3" in page.text
     same = client.post("/search", json={"question": REFERRED.upper()}).json()
     assert same["reviewed"]["match"] == "same question" and same["reviewed"]["referral"] == rid
     assert same["reviewed"]["answer"] == DECISION["answer"] and same["results"]  # beside the fresh ranking
@@ -172,7 +172,7 @@ def test_the_desk_form_with_a_session(client: TestClient, fresh_store: Path) -> 
     form = {
         "csrf": csrf,
         "decision": "answer",
-        "pages": ["loto_energy_control#p2"],
+        "pages": ["loto_energy_control#p3"],
         "quotes": "Each lock is removed by the employee who applied it.\n",
         "answer": "Only the one who applied it.",
         "rating_correctness": "5",
@@ -202,7 +202,7 @@ def test_desk_and_reviews_export_in_the_terminal(
     from sourcepage.evaluation.questions import read_questions
 
     (q,) = read_questions(out)
-    assert q.evidence == {"loto_energy_control#p2": 1} and q.extra["ratings"] == DECISION["ratings"]
+    assert q.evidence == {"loto_energy_control#p3": 1} and q.extra["ratings"] == DECISION["ratings"]
 
 
 def test_routing_is_shown_in_the_web_results(client: TestClient) -> None:

@@ -28,8 +28,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from pydantic import BaseModel, Field, ValidationError
 
 from sourcepage import api
-from sourcepage.labels import referrals
+from sourcepage.labels import quotecheck, referrals
 from sourcepage.labels.reviews import MAX_ANSWER, MAX_NOTE, MAX_QUOTE, RATINGS, Review
+from sourcepage.records import parse_page_id
 from sourcepage.retrieval.index import IndexMissing
 from sourcepage.service.auth import CSRF_FIELD, form_writer, identity, writer
 from sourcepage.service.deps import DB, TEMPLATES, StorePath, readable
@@ -65,10 +66,30 @@ def _referral(store: Path, rid: int) -> referrals.Referral:
     return ref
 
 
+def check_answer(db: Store, body: DecisionBody) -> None:
+    """422 unless an answer says something (its text or a quote) and each quoted sentence
+    stands on an accepted page (:mod:`sourcepage.labels.quotecheck`): a published answer
+    never cites a page that does not say what it quotes."""
+    if body.decision != "answer" or not body.pages:
+        return  # a refusal quotes nothing; an answer without pages: labels.reviews says so
+    if not body.answer.strip() and not body.quotes:
+        raise HTTPException(422, "an answer needs its text or a quote: write it (or copy the system's draft)")
+    texts = {}
+    for p in body.pages:
+        doc_id, n = parse_page_id(p)
+        row = db.page(doc_id, n) or {}
+        texts[p] = [str(row.get("raw") or ""), str(row.get("cleaned") or "")]
+    problems = quotecheck.unsourced(body.quotes, texts)
+    if problems:
+        raise HTTPException(422, "; ".join(problems) + ": accept the page it is on, or correct the quote")
+
+
 def decide(db: Store, store: Path, rid: int, reviewer: str, body: DecisionBody) -> Review:
-    """Record a decision after checking the pages are this store's (404 / 422)."""
+    """Record a decision after checking the pages are this store's and the quotes are on
+    them (404 / 422)."""
     _referral(store, rid)
     check_pages(db, body.pages)
+    check_answer(db, body)
     try:
         return referrals.decide(
             store, rid, reviewer, body.decision, body.pages, body.quotes, body.answer, body.note, body.ratings
@@ -205,11 +226,12 @@ def case_context(db: Store, store: Path, rid: int, error: str = "", form: dict |
     docs = {d.doc_id: d for d in db.documents()}
     quoted = {q["page"] for q in shown.get("quotes", [])}
     evidence = []
-    for p in shown.get("pages", []):
+    for rank, p in enumerate(shown.get("pages", []), 1):
         d = docs.get(p.split("#p")[0])
         evidence.append(
             {
                 "page": p,
+                "rank": rank,
                 "doc": d,
                 "image": _image_url(p, ref.question, shown.get("quotes", [])),
                 "quoted": p in quoted,
@@ -218,11 +240,14 @@ def case_context(db: Store, store: Path, rid: int, error: str = "", form: dict |
     last = ref.decision
     shown_pages = set(shown.get("pages", []))
     further = [r for r in further_pages(store, ref) if r["page"] not in shown_pages]
+    # nothing of the system's is accepted for the reviewer: its pages are suggestions, its
+    # draft and quotes are shown beside the empty boxes to copy from (a pre-ticked page
+    # was published with a corrected answer it does not support: issue 49)
     filled = form or {
         "decision": last.decision if last else "",
-        "pages": list(last.pages) if last else sorted(quoted),
-        "quotes": list(last.quotes) if last else [q["text"] for q in shown.get("quotes", [])],
-        "answer": last.answer if last else shown.get("draft", ""),
+        "pages": list(last.pages) if last else [],
+        "quotes": list(last.quotes) if last else [],
+        "answer": last.answer if last else "",
         "note": last.note if last else "",
         "ratings": dict(last.ratings) if last else {},
     }

@@ -27,7 +27,7 @@ from sourcepage.labels import reviews as review
 from sourcepage.limits import LimitExceeded
 from sourcepage.records import Document, parse_page_id
 from sourcepage.retrieval.tokenize import content_terms, highlight_spans
-from sourcepage.service.auth import form_writer
+from sourcepage.service.auth import form_writer, identity
 from sourcepage.service.deps import (
     DB,
     TEMPLATES,
@@ -288,7 +288,11 @@ def view(request: Request, page_id: str, db: DB, store: StorePath, corpus: Corpu
 @router.post("/view/{page_id}/review", include_in_schema=False)
 async def view_review(request: Request, page_id: str, db: DB, store: StorePath, corpus: Corpus) -> Response:
     form = await request.form()
-    form_writer(request, form, str(form.get("reviewer", "")))  # 401 / 403 before anything else
+    if identity(request) is None:  # signed out meanwhile: nothing recorded, sign in and come back
+        back = {**dict(request.query_params), "restore": "1"}  # app.js puts back what was typed
+        target = f"/view/{page_id.replace('#', '%23')}?{urlencode(back)}"
+        return RedirectResponse("/login?" + urlencode({"next": target}), status_code=303)
+    form_writer(request, form, str(form.get("reviewer", "")))  # 403 before anything else
     decision = str(form.get("decision", ""))
     pages = [str(x) for x in form.getlist("pages")] if decision == "answer" else []
     data = {

@@ -37,11 +37,26 @@
     radios.forEach(function (r) { r.addEventListener("change", sync); });
     sync();
   });
+  // the desk's draft, beside the empty boxes: a button copies a draft quote into the quotes
+  // (a line of its own, once) or the draft into the answer (after what is there)
+  document.querySelectorAll("button[data-copy-from]").forEach(function (btn) {
+    btn.addEventListener("click", function () {
+      var from = document.getElementById(btn.dataset.copyFrom);
+      var to = btn.form && btn.form.querySelector("textarea[name=" + btn.dataset.copyTo + "]");
+      if (!from || !to) return;
+      var text = from.textContent.replace(/\s+/g, " ").trim();
+      var lines = to.value.split("\n").map(function (l) { return l.trim(); });
+      if (btn.dataset.copyTo === "quotes" && lines.indexOf(text) >= 0) return;
+      to.value = to.value.trim() ? to.value.replace(/\s+$/, "") + (btn.dataset.copyTo === "quotes" ? "\n" : " ") + text : text;
+      btn.classList.add("copied");
+      to.dispatchEvent(new Event("input"));
+    });
+  });
   // the desk's decision form keeps what was typed through a sign-in: saved on submit, put
   // back when the server sends the reviewer back with ?restore=1 (the session had ended)
   document.querySelectorAll("form[data-draft]").forEach(function (form) {
     var key = "sourcepage.draft." + form.dataset.draft;
-    function fields() { return form.querySelectorAll("textarea, select, input[type=radio], input[type=checkbox]"); }
+    function fields() { return form.querySelectorAll("textarea, select, input[type=radio], input[type=checkbox], input[type=text]"); }
     form.addEventListener("submit", function () {
       var saved = {};
       fields().forEach(function (f) {
@@ -60,6 +75,8 @@
       if (f.type === "radio" || f.type === "checkbox") f.checked = saved[k]; else f.value = saved[k];
     });
     form.querySelectorAll("input[name=decision]").forEach(function (r) { r.dispatchEvent(new Event("change")); });
+    form.dataset.restored = "1";
+    form.scrollIntoView({ block: "start" });  // back at the filled form, not the page's top
   });
   // the page view: scroll the page image's frame to the highlighted quote (the image
   // response says where it starts, X-Highlight-Top; read from the browser's cache)
