@@ -107,6 +107,9 @@ def test_referral_to_decision_to_the_asker_in_chromium(server: tuple[Server, str
             asker.goto(base + "/?" + httpx.QueryParams({"q": QUESTION}).__str__())
             asker.wait_for_selector("ol.cards li.card")
             assert asker.locator(".banner").first.get_attribute("data-decision") == "review"
+            # a GET writes nothing (issue 51): the asker sends the question with a POST
+            asker.click("form.refer button")
+            asker.wait_for_selector("p.referral-note")
             note = asker.locator("p.referral-note")
             rid = note.get_attribute("data-referral")
             _fits(asker, width)

@@ -29,7 +29,7 @@ from typing import Any
 
 from sourcepage.labels.reviews import Review, from_label, record
 from sourcepage.retrieval.tokenize import content_terms, stem_terms
-from sourcepage.store.labels import ACTOR_SYSTEM, DB_NAME, LabelLog, normalise_question
+from sourcepage.store.labels import ACTOR_SYSTEM, LabelLog, normalise_question
 
 #: Jaccard similarity of stemmed content terms at or above which two questions (with the
 #: same filters and routed jurisdictions) are the same question. On the dev splits no two
@@ -139,9 +139,10 @@ def referrals(store: str | Path | LabelLog) -> list[Referral]:
     """Every referral, oldest first."""
     if isinstance(store, LabelLog):
         return list(_assemble(store).values())
-    if not (Path(store) / DB_NAME).exists():
+    log = LabelLog.reader(store)
+    if log is None:
         return []
-    with LabelLog(store) as log:
+    with log:
         return list(_assemble(log).values())
 
 
@@ -240,9 +241,10 @@ def reviewed_answer(store: str | Path, result: Mapping[str, Any]) -> dict[str, A
     """The reviewed answer for a search result's question: the decided referral with the
     same key, else the most similar decided near-duplicate (same filters and routed
     jurisdictions, similarity >= NEAR_DUPLICATE); None when there is none."""
-    if not (Path(store) / DB_NAME).exists():
+    reader = LabelLog.reader(store)
+    if reader is None:
         return None
-    with LabelLog(store) as log:
+    with reader as log:
         decisions = _decided(log)
         if not decisions:  # most searches: no reviewed question yet, nothing more to read
             return None
@@ -284,17 +286,35 @@ def _given(ref: Referral, sim: float, match: str) -> dict[str, Any]:
     }
 
 
-def attach(store: str | Path, result: dict[str, Any]) -> dict[str, Any]:
+def open_referral(store: str | Path, result: Mapping[str, Any]) -> Referral | None:
+    """The open (pending) referral of a search result's question and filters, read only."""
+    reader = LabelLog.reader(store)
+    if reader is None:
+        return None
+    key = referral_key(result["question"], result.get("filters"))
+    with reader as log:
+        decided = _decided(log)
+        x = next((x for x in log.labels("referral", key) if x.seq not in decided), None)
+    return None if x is None else Referral(x.seq, x.subject, x.created_at, x.body)
+
+
+def attach(store: str | Path, result: dict[str, Any], write: bool = True) -> dict[str, Any]:
     """A search result with what the desk knows: ``reviewed`` (a reviewed answer, marked
     as such) when there is one, and ``referral`` ({"id", "url"}) when the search was
-    decided ``review``: the reviewed question's referral, or a new or joined open one."""
+    decided ``review``: the reviewed question's referral, or a new or joined open one.
+    ``write=False`` (a GET: another site's link or image must not write) reads only: the
+    open referral when there is one, else ``refer: true`` (the page offers a POST)."""
     reviewed = reviewed_answer(store, result)
     if reviewed is not None:
         result["reviewed"] = reviewed
     if result.get("decision") == "review":
         if reviewed is not None:
             result["referral"] = {"id": reviewed["referral"], "url": reviewed["url"]}
-        else:
+        elif write:
             ref = refer(store, result)
             result["referral"] = {"id": ref.id, "url": ref.url}
+        elif (found := open_referral(store, result)) is not None:
+            result["referral"] = {"id": found.id, "url": found.url}
+        else:
+            result["refer"] = True
     return result

@@ -199,7 +199,7 @@ def list_reviews(store: str | Path | LabelLog, question: str | None = None) -> l
         return [from_label(x) for x in store.labels("review", subject)]
     if not Path(store).is_dir():
         raise FileNotFoundError(f"no store folder at {store}")
-    with LabelLog(store) as log:
+    with LabelLog.read(store) as log:  # a read never creates or changes the log
         return [from_label(x) for x in log.labels("review", subject)]
 
 

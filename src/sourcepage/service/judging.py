@@ -87,8 +87,14 @@ router = APIRouter()
 
 
 def opened(store: Path) -> LabelLog:
-    """The store's label log, closed when the ``with`` block ends."""
+    """The store's label log, closed when the ``with`` block ends (for a write)."""
     return jm.connect(jm.default_path(store))
+
+
+def reading(store: Path) -> LabelLog:
+    """The store's label log for a GET: read-only, and an empty one when the store has
+    none yet (a read never creates ``labels.sqlite``)."""
+    return LabelLog.read(store)
 
 
 def need_questions(questions: list[Question] | None) -> list[Question]:
@@ -152,7 +158,7 @@ def record_adjudication(
 
 
 def agreement_of(store: Path, a: str, b: str) -> dict[str, Any]:
-    with opened(store) as jdb:
+    with reading(store) as jdb:
         k = jm.cohens_kappa(jdb, a, b)
         dis = jm.disagreements(jdb, a, b)
     return {
@@ -183,7 +189,7 @@ def pool(
     p = get_pool(store, questions, state, methods, depth)
     out: dict[str, Any] = {"methods": methods, "depth": depth, "pool": p}
     if reviewer:
-        with opened(store) as jdb:
+        with reading(store) as jdb:
             out["pending"] = [list(x) for x in jm.pending(jdb, p, reviewer)]
     return out
 
@@ -202,7 +208,7 @@ def post_judgment(
 def get_judgments(
     store: StorePath, question_id: str | None = None, page: str | None = None, reviewer: str | None = None
 ) -> dict[str, Any]:
-    with opened(store) as jdb:
+    with reading(store) as jdb:
         return {"judgments": jm.history(jdb, question_id, page, reviewer)}
 
 
@@ -234,7 +240,7 @@ def post_adjudication(
 )
 def export(store: StorePath, questions: Questions, reviewer: str | None = None) -> Response:
     qs = need_questions(questions)
-    with tempfile.TemporaryDirectory() as tmp, opened(store) as jdb:
+    with tempfile.TemporaryDirectory() as tmp, reading(store) as jdb:
         out = Path(tmp) / "questions.jsonl"
         rep = jm.export(jdb, qs, out, reviewer)
         text = out.read_text(encoding="utf-8")
@@ -275,7 +281,7 @@ def judge_page(
         except HTTPException as e:
             ctx["error"] = str(e.detail)
             p = {}
-        with opened(store) as jdb:
+        with reading(store) as jdb:
             todo = jm.pending(jdb, p, reviewer)
         ctx["total"] = sum(len(v) for v in p.values())
         ctx["left"] = len(todo)
@@ -324,7 +330,7 @@ async def judge_post(
 def agreement_page(request: Request, store: StorePath, state: State) -> HTMLResponse:
     qp = request.query_params
     a, b = qp.get("a", "")[:100], qp.get("b", "")[:100]
-    with opened(store) as jdb:
+    with reading(store) as jdb:
         reviewers = sorted({k[2] for k in jm.current(jdb) if not k[2].startswith(jm.ADJUDICATOR)})
     res = agreement_of(store, a, b) if a and b else None
     return TEMPLATES.TemplateResponse(

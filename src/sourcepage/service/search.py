@@ -16,11 +16,12 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from pydantic import BaseModel, Field, StringConstraints
 
 from sourcepage import api
 from sourcepage.corpus.fields import NAMED_FIELDS, field_choices
+from sourcepage.labels import referrals
 from sourcepage.records import TEXT_VERSIONS, Document
 from sourcepage.retrieval.filters import PAGE_KEYS, check_filters
 from sourcepage.retrieval.index import IndexMissing
@@ -67,8 +68,10 @@ def run_search(
     version: str,
     filters: dict[str, Any],
     log_answer: bool = False,
+    refer: bool = True,
 ) -> dict:
-    """api.search after checking what a caller can get wrong (422 with the reason)."""
+    """api.search after checking what a caller can get wrong (422 with the reason).
+    ``refer=False``: the label log is not written (a GET's search)."""
     if not question.strip():
         raise HTTPException(422, "the question is empty")
     try:
@@ -78,7 +81,15 @@ def run_search(
         raise HTTPException(422, str(e)) from None
     try:
         return api.search(
-            question, store, method=method, k=k, version=version, filters=filters, log=log_answer, build=False
+            question,
+            store,
+            method=method,
+            k=k,
+            version=version,
+            filters=filters,
+            log=log_answer,
+            build=False,
+            refer=refer,
         )
     except IndexMissing as e:
         raise HTTPException(409, str(e)) from None
@@ -125,15 +136,17 @@ def search_query(p: dict[str, Any]) -> str:
     )
 
 
-def ui_search(db: Store, store: Path, p: dict[str, Any]) -> tuple[dict | None, str]:
+def ui_search(db: Store, store: Path, p: dict[str, Any], refer: bool = False) -> tuple[dict | None, str]:
     """(result, '') of the form's search, (None, message) when it fails, (None, '')
-    without a question. Never logs the answer."""
+    without a question. Never logs the answer; writes a referral only when ``refer`` (a
+    POST): a GET reads what the desk knows (``referrals.attach(write=False)``)."""
     if not p["q"].strip():
         return None, ""
     try:
-        return run_search(db, store, p["q"], p["method"], p["k"], p["version"], p["filters"]), ""
+        res = run_search(db, store, p["q"], p["method"], p["k"], p["version"], p["filters"], refer=refer)
     except HTTPException as e:
         return None, str(e.detail)
+    return (res if refer else referrals.attach(store, res, write=False)), ""
 
 
 def facet_values(ds: list[Document]) -> dict[str, list[str]]:
@@ -169,3 +182,15 @@ def home(request: Request, db: DB, store: StorePath) -> HTMLResponse:
         },
         status_code=422 if error else 200,
     )
+
+
+@router.post("/refer", include_in_schema=False)
+def refer_from_page(request: Request, db: DB, store: StorePath) -> RedirectResponse:
+    """The search page's "send to the reviewers" button: the query string's search run
+    with its referral written (a POST, so the Guard's origin rule applies), then back to
+    the page, which shows the referral. GETs never write (issue 51)."""
+    p = ui_params(request)
+    res, error = ui_search(db, store, p, refer=True)
+    if error or res is None:
+        raise HTTPException(422, error or "no question to refer")
+    return RedirectResponse("/?" + search_query(p), status_code=303)

@@ -125,10 +125,17 @@ def normalise_question(question: str) -> str:
 
 class LabelLog:
     """An open label log. ``LabelLog(path)`` creates the file when needed (its folder
-    must exist unless ``create_dirs``); use it as a context manager or call close()."""
+    must exist unless ``create_dirs``); ``readonly`` opens an existing one for reading
+    only (sqlite3.OperationalError when there is none: see :meth:`reader`). Use it as a
+    context manager or call close()."""
 
-    def __init__(self, path: str | Path, *, create_dirs: bool = False):
+    def __init__(self, path: str | Path, *, create_dirs: bool = False, readonly: bool = False):
         self.path = log_path(path)
+        self.readonly = readonly
+        if readonly:  # a reader (a GET): never creates, migrates or imports, writes nothing
+            uri = self.path.resolve().as_uri() + "?mode=ro"
+            self.conn = sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
+            return
         if create_dirs:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         elif not self.path.parent.is_dir():
@@ -144,6 +151,28 @@ class LabelLog:
         except BaseException:
             self.conn.close()
             raise
+
+    @classmethod
+    def reader(cls, store: str | Path) -> LabelLog | None:
+        """The log of ``store`` opened read-only, or None when it has none yet (a read
+        never creates it)."""
+        path = log_path(store)
+        return cls(path, readonly=True) if path.is_file() else None
+
+    @classmethod
+    def read(cls, store: str | Path) -> LabelLog:
+        """The log of ``store`` for reading: opened read-only, or an empty log in memory
+        when the store has none yet (what a GET reads: it never creates the file)."""
+        found = cls.reader(store)
+        if found is not None:
+            return found
+        if not log_path(store).parent.is_dir():
+            raise FileNotFoundError(f"no store folder at {log_path(store).parent}")
+        empty = cls.__new__(cls)
+        empty.path, empty.readonly = Path(":memory:"), True
+        empty.conn = sqlite3.connect(":memory:", check_same_thread=False)
+        empty.conn.executescript(_SCHEMA)
+        return empty
 
     def __enter__(self) -> LabelLog:
         return self
