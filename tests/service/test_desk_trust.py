@@ -53,7 +53,10 @@ def test_quote_pieces_are_checked_on_letters_and_digits() -> None:
     assert quotecheck.unsourced(["“Each lock is removed by the employee who applied it.”"], pages) == []
     assert quotecheck.unsourced(["Each lock is removed … who applied it."], pages) == []
     (problem,) = quotecheck.unsourced(["Each lock is removed by the employee. A supervisor may not."], pages)
-    assert "“A supervisor may not.”" in problem and "d#p3" in problem
+    assert problem == "the sentence “A supervisor may not.” of a quote is not on an accepted page (d#p3)"
+    elsewhere = {"d#p9": ["A supervisor may not."]}
+    (problem,) = quotecheck.unsourced(["A supervisor may not."], pages, elsewhere)
+    assert problem == "the quote “A supervisor may not.” is not on an accepted page (d#p3): it is on d#p9"
     assert quotecheck.pieces("(a) Each lock. [...] The crew removes theirs!") == [
         "(a) Each lock.",
         "The crew removes theirs!",
@@ -95,7 +98,10 @@ def test_a_quote_off_the_accepted_pages_is_refused(client: TestClient, fresh_sto
     bad = client.post(f"/referrals/{rid}/decision", data=form)
     assert bad.status_code == 422
     error = html.unescape(re.search(r'<p class="form-error" role="alert">(.*?)</p>', bad.text, re.S).group(1))
-    assert f"the quoted sentence “{ON_P3}” is not on an accepted page (loto_energy_control#p2)" in error
+    assert (
+        f"the quote “{ON_P3}” is not on an accepted page (loto_energy_control#p2): "
+        "it is on loto_energy_control#p3" in error
+    )
     assert _textarea(bad.text, "answer") == form["answer"] and _textarea(bad.text, "quotes") == ON_P3  # kept
     assert re.search(r'value="loto_energy_control#p2" checked', bad.text)
     nothing = client.post(f"/referrals/{rid}/decision", data={**form, "pages": [], "quotes": ""})

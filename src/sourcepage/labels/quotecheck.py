@@ -32,16 +32,42 @@ def pieces(quote: str) -> list[str]:
     return [p for p in out if len(letters(p)) >= MIN_CHARS]
 
 
-def unsourced(quotes: Iterable[str], page_texts: Mapping[str, Iterable[str]]) -> list[str]:
-    """Every quoted sentence found on none of the accepted pages, in words a reviewer reads
-    ([] when each is on one). ``page_texts``: each accepted page id and its texts (raw,
-    cleaned)."""
+def missing(quotes: Iterable[str], page_texts: Mapping[str, Iterable[str]]) -> list[tuple[str, list[str]]]:
+    """Each quote with a sentence on none of ``page_texts``' pages (id → its texts: raw,
+    cleaned), with those sentences; [] when every sentence is on one."""
     hay = [letters(t) for texts in page_texts.values() for t in texts]
-    pages = ", ".join(page_texts) or "none"
-    problems = []
+    out = []
     for q in quotes:
-        for s in pieces(q):
-            if not any(letters(s) in h for h in hay):
-                short = s if len(s) <= 120 else s[:117].rsplit(" ", 1)[0] + "…"
-                problems.append(f"the quoted sentence “{short}” is not on an accepted page ({pages})")
+        lost = [s for s in pieces(q) if not any(letters(s) in h for h in hay)]
+        if lost:
+            out.append((q, lost))
+    return out
+
+
+def pages_holding(sentence: str, page_texts: Mapping[str, Iterable[str]]) -> list[str]:
+    """The pages of ``page_texts`` a sentence stands on."""
+    needle = letters(sentence)
+    return [p for p, texts in page_texts.items() if any(needle in letters(t) for t in texts)]
+
+
+def _short(text: str, n: int = 90) -> str:
+    return text if len(text) <= n else text[: n - 3].rsplit(" ", 1)[0] + "…"
+
+
+def unsourced(
+    quotes: Iterable[str],
+    page_texts: Mapping[str, Iterable[str]],
+    elsewhere: Mapping[str, Iterable[str]] | None = None,
+) -> list[str]:
+    """Every quote with a sentence on none of the accepted pages (``page_texts``: id → its
+    texts), in words a reviewer reads, naming the page of ``elsewhere`` (the search's other
+    pages) it is on when there is one; [] when each sentence is on an accepted page."""
+    accepted = ", ".join(page_texts) or "none"
+    problems = []
+    for q, lost in missing(quotes, page_texts):
+        whole = len(lost) == len(pieces(q))
+        what = f"the quote “{_short(q)}”" if whole else f"the sentence “{_short(lost[0])}” of a quote"
+        found = pages_holding(lost[0], elsewhere or {})
+        where = f": it is on {', '.join(found)}" if found else ""
+        problems.append(f"{what} is not on an accepted page ({accepted}){where}")
     return problems

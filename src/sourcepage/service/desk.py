@@ -25,7 +25,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, StrictInt, ValidationError
 
 from sourcepage import api
 from sourcepage.labels import quotecheck, referrals
@@ -51,8 +51,10 @@ class DecisionBody(BaseModel):
         "", max_length=MAX_ANSWER, description="The answer, written from the accepted evidence."
     )
     note: str = Field("", max_length=MAX_NOTE)
-    ratings: dict[str, int] = Field(
-        default_factory=dict, description=f"1-5 for any of {', '.join(RATINGS)} (the system's draft answer)."
+    ratings: dict[str, StrictInt] = Field(  # strict: JSON true or "3" is no rating
+        default_factory=dict,
+        max_length=len(RATINGS),
+        description=f"1-5 for any of {', '.join(RATINGS)} (the system's draft answer).",
     )
     reviewer: str | None = Field(
         None, max_length=100, description="If given, must be the signed-in reviewer."
@@ -66,30 +68,37 @@ def _referral(store: Path, rid: int) -> referrals.Referral:
     return ref
 
 
-def check_answer(db: Store, body: DecisionBody) -> None:
+def _texts(db: Store, pages: list[str]) -> dict[str, list[str]]:
+    """Each page's raw and cleaned text (pages checked to be the store's)."""
+    out = {}
+    for p in pages:
+        row = db.page(*parse_page_id(p)) or {}
+        out[p] = [str(row.get("raw") or ""), str(row.get("cleaned") or "")]
+    return out
+
+
+def check_answer(db: Store, ref: referrals.Referral, body: DecisionBody) -> None:
     """422 unless an answer says something (its text or a quote) and each quoted sentence
-    stands on an accepted page (:mod:`sourcepage.labels.quotecheck`): a published answer
-    never cites a page that does not say what it quotes."""
+    stands on an accepted page (:mod:`sourcepage.labels.quotecheck`; the message names the
+    page of the search a sentence is on): a published answer never cites a page that does
+    not say what it quotes."""
     if body.decision != "answer" or not body.pages:
         return  # a refusal quotes nothing; an answer without pages: labels.reviews says so
     if not body.answer.strip() and not body.quotes:
         raise HTTPException(422, "an answer needs its text or a quote: write it (or copy the system's draft)")
-    texts = {}
-    for p in body.pages:
-        doc_id, n = parse_page_id(p)
-        row = db.page(doc_id, n) or {}
-        texts[p] = [str(row.get("raw") or ""), str(row.get("cleaned") or "")]
-    problems = quotecheck.unsourced(body.quotes, texts)
+    shown = ref.shown.get("pages", []) + [q["page"] for q in ref.shown.get("quotes", [])]
+    others = [p for p in dict.fromkeys(shown) if p not in body.pages]
+    problems = quotecheck.unsourced(body.quotes, _texts(db, body.pages), _texts(db, others))
     if problems:
-        raise HTTPException(422, "; ".join(problems) + ": accept the page it is on, or correct the quote")
+        raise HTTPException(422, "; ".join(problems) + ". Tick the page a quote is on, or correct the quote.")
 
 
 def decide(db: Store, store: Path, rid: int, reviewer: str, body: DecisionBody) -> Review:
     """Record a decision after checking the pages are this store's and the quotes are on
     them (404 / 422)."""
-    _referral(store, rid)
+    ref = _referral(store, rid)
     check_pages(db, body.pages)
-    check_answer(db, body)
+    check_answer(db, ref, body)
     try:
         return referrals.decide(
             store, rid, reviewer, body.decision, body.pages, body.quotes, body.answer, body.note, body.ratings
@@ -124,8 +133,9 @@ def _form_body(form: Any) -> dict[str, Any]:
     ratings = {}
     for name in RATINGS:
         v = str(form.get(f"rating_{name}", "")).strip()
+        # ASCII digits only: '²', '٣', '３' are digits to str.isdigit; int() of 5,000 fails
         if v:
-            ratings[name] = int(v) if v.isdigit() else v
+            ratings[name] = int(v) if v.isascii() and v.isdigit() and len(v) <= 2 else v
     decision = str(form.get("decision", ""))
     # pages ticked (shown to the asker, or further pages of the same search), then pages
     # typed by id ("doc#p19"; commas, spaces or lines between them), each once
