@@ -164,6 +164,7 @@ class PageHit:
             "source_url": d.source_url,
             "topic": d.topic,
             "extra": dict(d.extra),
+            "guessed": list(d.guessed),
             "section": self.section,
             "page_kind": self.page_kind,
             "duplicates": [

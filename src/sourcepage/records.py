@@ -63,6 +63,9 @@ def doc_of(pid: str) -> str:
     """The document id part of a page or chunk id."""
     return pid.split("#", 1)[0]
 
+#: the extra manifest column naming the fields guessed from the text (``title;year``)
+GUESSED = "guessed"
+
 
 @dataclass(frozen=True)
 class Document:
@@ -89,6 +92,12 @@ class Document:
         if name in MANIFEST_COLUMNS:
             return str(getattr(self, name))
         return self.extra.get(name, "")
+
+    @property
+    def guessed(self) -> tuple[str, ...]:
+        """The fields a drafted manifest guessed from the PDF's text (its ``guessed``
+        column, ``corpus.draft``): shown as guesses, never as fact."""
+        return tuple(f.strip() for f in self.extra.get(GUESSED, "").split(";") if f.strip())
 
     def as_dict(self) -> dict[str, str]:
         d = {c: str(getattr(self, c)) for c in MANIFEST_COLUMNS}

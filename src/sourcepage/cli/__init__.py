@@ -3,6 +3,7 @@
 One module per stage, each only parsing options, calling the library and printing:
 
 - ``corpus``: ingest, audit
+- ``manifest``: manifest draft (a folder of PDFs)
 - ``retrieval``: index, search
 - ``labels``: judge, calibrate, reviews, desk
 - ``serve``: serve, reviewer (add / remove / list)
@@ -22,7 +23,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import typer  # noqa: E402
 
-from sourcepage.cli import corpus, evaluation, labels, package, retrieval, serve, sweep  # noqa: E402
+from sourcepage.cli import corpus, evaluation, labels, manifest, package, retrieval, serve, sweep  # noqa: E402
 
 __all__ = ["app", "main"]
 
@@ -33,6 +34,7 @@ app = typer.Typer(
 )
 # registered in the order ``sourcepage --help`` lists them
 app.command()(corpus.ingest)
+app.add_typer(manifest.manifest_app, name="manifest")
 app.command()(corpus.audit)
 app.command()(retrieval.index)
 app.command()(retrieval.search)

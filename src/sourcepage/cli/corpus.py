@@ -52,6 +52,13 @@ AssetUrlOpt = Annotated[
         "the links)."
     ),
 ]
+AcceptDraftOpt = Annotated[
+    bool,
+    typer.Option(
+        help="A --corpus folder of PDFs without manifest.csv: ingest the drafted manifest at once "
+        "(without it the draft is written and ingest stops for a person to check it)."
+    ),
+]
 
 
 def ingest(
@@ -86,10 +93,12 @@ def ingest(
     ray: RayOpt = False,
     ray_address: RayAddressOpt = None,
     asset_url: AssetUrlOpt = None,
+    accept_draft: AcceptDraftOpt = False,
 ) -> None:
     """Validate, extract, audit, clean and chunk a corpus into a store (incremental).
 
-    With --ray each document is extracted and chunked in a Ray task (not under the
+    A --corpus folder of PDFs without manifest.csv gets one drafted first (`sourcepage
+    manifest draft`). With --ray each document is extracted and chunked in a Ray task (not under the
     memory and time limits, which need the local worker processes)."""
     from sourcepage.corpus.fields import check_asset_url
     from sourcepage.limits import Limits
@@ -122,10 +131,28 @@ def ingest(
         return
     if not corpus:
         fail("give --corpus DIR (or --beir DIR)")
+    _draft_missing(corpus, accept_draft)
     options = {"engine": engine, "allow_checksum_mismatch": allow_checksum_mismatch, "settings": settings}
     options |= {"workers": workers or None, "force": force, "limits": limits}
     rep = _ingest_corpus(corpus, store, options, ray, ray_address)
     _print_ingest(rep, store, asset_url)
+
+
+def _draft_missing(corpus: list[Path], accept: bool) -> None:
+    """Draft the manifest of each folder of PDFs that has none; stop (exit 1) unless ``accept``."""
+    from sourcepage.cli.manifest import write_and_report
+    from sourcepage.corpus.draft import needs_draft
+
+    missing = [c for c in corpus if c.is_dir() and needs_draft(c)]
+    for c in missing:
+        write_and_report(c, force=False)
+    if missing and not accept:
+        err.print(
+            "[yellow]stopped:[/] check the drafted manifest, then run ingest again "
+            "(or give --accept-draft to ingest the guesses as they are)",
+            highlight=False,
+        )
+        raise typer.Exit(1)
 
 
 def _ingest_corpus(

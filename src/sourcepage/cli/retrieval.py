@@ -27,6 +27,7 @@ from sourcepage.cli._common import (
     shorten,
     ticker,
 )
+from sourcepage.cli.manifest import guessed_line, unconfirmed_note
 from sourcepage.cli.quotes import print_quotes
 from sourcepage.corpus.structure import last_heading
 
@@ -374,6 +375,8 @@ def search(
         sys.stdout.write(json.dumps(res, ensure_ascii=False, indent=2) + "\n")
         return
     out.print(_results_table(res, version, question, out.width))
+    if unconfirmed_note(res):
+        out.print(Text(unconfirmed_note(res), style="yellow"))
     _print_decision(res)
     print_quotes(res)
     _print_passages(res)
@@ -419,6 +422,8 @@ def _print_passages(res: dict) -> None:
             out.print(Text(r["section"], style="dim"))
         if _fields_line(r):
             out.print(Text(_fields_line(r), style="cyan"))
+        if guessed_line(r):
+            out.print(Text(guessed_line(r), style="yellow"))
         out.print(_highlight(r["passage"], [tuple(s) for s in r["highlights"]]))
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from urllib.parse import quote, urlsplit
 
-from sourcepage.records import MANIFEST_COLUMNS, Document
+from sourcepage.records import GUESSED, MANIFEST_COLUMNS, Document
 
 #: the named fields, in the order they are shown, with what each holds
 NAMED_FIELDS: dict[str, str] = {
@@ -67,9 +67,10 @@ def field_values(doc: Document, name: str) -> list[str]:
 
 def document_fields(doc: Document) -> dict[str, list[str]]:
     """Every non-empty extra column of ``doc`` as a list: the named fields first, in
-    ``NAMED_FIELDS`` order, then the others by name (so equal manifests print equally)."""
+    ``NAMED_FIELDS`` order, then the others by name (so equal manifests print equally).
+    ``guessed`` is not one: it says which fields are guesses (``Document.guessed``)."""
     named = [n for n in NAMED_FIELDS if n in doc.extra]
-    out = {n: field_values(doc, n) for n in named + sorted(set(doc.extra) - set(named))}
+    out = {n: field_values(doc, n) for n in named + sorted(set(doc.extra) - set(named) - {GUESSED})}
     return {n: v for n, v in out.items() if v}
 
 
