@@ -165,3 +165,26 @@ def test_a_page_view_review_after_the_session_ended_signs_in_and_comes_back(
     token = add_reviewer(fresh_store, "ada")
     back = client.post("/login", data={"token": token, "next": target}, follow_redirects=False)
     assert back.status_code == 303 and back.headers["location"] == target
+
+
+def test_a_form_posted_signed_out_to_a_public_service_comes_back_to_restore(fresh_store: Path) -> None:
+    """``serve --public``: the Guard answers a signed-out write before any route; a browser's
+    form goes to sign-in and back to the page it came from with ``restore=1``; a JSON client
+    gets its 401."""
+    add_reviewer(fresh_store, "ada")
+    app = create_app(fresh_store, public=True, allowed_hosts=["sp.example"])
+    with TestClient(app, base_url="http://sp.example") as c:
+        page = "http://sp.example/view/loto_energy_control%23p3?q=lock&restore=1&k=5"
+        r = c.post(
+            "/view/loto_energy_control%23p3/review",
+            data={"decision": "refuse", "note": "typed"},
+            headers={"accept": "text/html", "referer": page},
+            follow_redirects=False,
+        )
+        assert r.status_code == 303
+        target = parse_qs(urlsplit(r.headers["location"]).query)["next"][0]
+        assert target == "/view/loto_energy_control%23p3?q=lock&k=5&restore=1"
+        elsewhere = {"accept": "text/html", "referer": "http://evil.example/x", "origin": "http://sp.example"}
+        other = c.post("/referrals/1/decision", data={"decision": "refuse"}, headers=elsewhere)
+        assert other.status_code == 401
+        assert c.post("/referrals/1/decision", json={"decision": "refuse"}).status_code == 401

@@ -154,6 +154,8 @@ class Guard:
                 query = scope.get("query_string", b"").decode("latin-1")
                 target = "/login?" + urlencode({"next": path + ("?" + query if query else "")})
                 await RedirectResponse(target, status_code=303)(scope, receive, send)
+            elif back := form_back(scope["method"], headers):
+                await RedirectResponse("/login?" + urlencode({"next": back}), 303)(scope, receive, send)
             else:
                 refused = JSONResponse({"error": SIGN_IN}, 401, headers={"WWW-Authenticate": "Bearer"})
                 await refused(scope, receive, send)
@@ -176,6 +178,21 @@ class Guard:
             if not netloc or netloc != host.lower():
                 return 403, f"cross-origin write refused (origin {origin!r} is not {host!r})"
         return None
+
+
+def form_back(method: str, headers: dict[str, str]) -> str:
+    """Where a browser's form posted after its session ended goes back to after sign-in:
+    the page it was posted from (its same-origin ``Referer``) with ``restore=1``, where
+    app.js puts back what was typed (saved in the tab on submit); '' for anything else
+    (a JSON client gets its 401)."""
+    kind = headers.get("content-type", "")
+    if method != "POST" or not kind.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
+        return ""
+    ref = urlsplit(headers.get("referer", ""))
+    if "text/html" not in headers.get("accept", "") or ref.netloc.lower() != headers.get("host", "").lower():
+        return ""
+    query = "&".join(q for q in ref.query.split("&") if q and not q.startswith("restore="))
+    return safe_next((ref.path or "/") + "?" + (query + "&" if query else "") + "restore=1")
 
 
 def safe_next(target: str) -> str:
