@@ -5,7 +5,10 @@ check, quote rule) over a question set, tallied per answerability class.
         [--method METHOD] [--out decisions.json] [--by phase]
 
 For every question ``sourcepage.api.search`` runs as the CLI and the web page run it (the
-store's calibrated policy, else the shipped default). Printed and written: the share of
+store's calibrated policy, else the shipped default): the one search pipeline
+(``sourcepage.pipeline``), which ``sourcepage eval`` also runs, so its per_question.jsonl
+rows (decision, P(supported), quote ids, pages) equal these rows' for the same store and
+method. Printed and written: the share of
 answer / review / refuse per class, the AUROC of P(supported) (answerable against
 unsupported, and against out-of-domain), the answer points covered by the quotes, and the
 ids of unsupported questions answered and answerable ones refused, and what a person is
@@ -30,6 +33,7 @@ from sourcepage.evaluation.answers import answer_metrics, quote_matches
 from sourcepage.evaluation.by_field import question_fields
 from sourcepage.evaluation.metrics import auroc
 from sourcepage.evaluation.questions import read_questions
+from sourcepage.pipeline import outline
 from sourcepage.store.files import write_json
 from sourcepage.support.check import point_covered
 
@@ -43,6 +47,7 @@ def measure(store: Path, questions: Path, method: str | None) -> dict:
     for i, q in enumerate(qs, 1):
         r = api.search(q.question, store, method=method, k=10, refer=False)
         sup = r["support"] or {}
+        seen = outline(r)
         texts = [x["text"] for x in r.get("answer", {}).get("quotes", [])]
         quotes = " ".join(texts)
         answerable = q.answerability == "answerable"
@@ -63,6 +68,8 @@ def measure(store: Path, questions: Path, method: str | None) -> dict:
                 "stating": any(matches) if answerable and q.excerpts else None,
                 "matches": matches,
                 "quotes": texts,
+                "quote_ids": seen["quote_ids"],
+                "pages": seen["pages"],  # what eval's per_question.jsonl carries (pipeline.outline)
                 "decide_ms": r["timings_ms"]["decide"],
                 "reasons": r["reasons"],
                 "type": q.type,

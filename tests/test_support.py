@@ -18,7 +18,7 @@ from sourcepage.records import MANIFEST_COLUMNS, Decision, Document, Hit
 from sourcepage.support.answer import extract_answer
 from sourcepage.support.calibrate import negative_threshold, recall_threshold
 from sourcepage.support.check import check_answer, point_covered
-from sourcepage.support.decide import Calibration, decide, drivers, gate
+from sourcepage.support.decide import Calibration, Decider, decide, drivers, gate
 from sourcepage.support.features import CLASSIFIER_FEATURES, FEATURES, features
 from sourcepage.support.policy import (
     SCHEMA,
@@ -428,7 +428,11 @@ def test_run_calibration_fits_saves_and_compares(fresh_store: Path) -> None:
     assert rep.policy.n_questions == {"answerable": 97 + 6, "negative": 45 + 6}
     ch = rep.change
     assert ch["questions"] == 12 and 0 <= ch["decisions_changed"] <= 12
-    assert ch["t_answer"] == [default_policy().t_answer, rep.policy.t_answer]
+    # the thresholds in force, as the search applies them (``Decider``): the shipped policy
+    # answers from the threshold fitted with the quote model's, not its own t_answer
+    shipped = Decider(default_policy()).thresholds()
+    assert ch["t_answer"] == [shipped[1], rep.policy.t_answer] and shipped[1] != default_policy().t_answer
+    assert ch["t_refuse"] == [shipped[0], rep.policy.t_refuse]
     assert sum(ch["before"].values()) == sum(ch["after"].values()) == 12
     from sourcepage.support.calibrate import describe_calibration
 

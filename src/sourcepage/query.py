@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sourcepage.corpus.pagelabels import citation
+from sourcepage.corpus.structure import cited_sections
 from sourcepage.records import Document, Hit, parse_page_id
 from sourcepage.retrieval.bm25 import idf
 from sourcepage.retrieval.routing import Route
@@ -39,7 +40,8 @@ class Query:
     corpus statistics); ``stems``: Snowball stem → the largest weight of its terms;
     ``tokens``: the BM25 tokens (the index's tokenizer); ``asked``: the kinds of fact asked,
     in question order, ``value`` the one value among them; ``route``: the jurisdictions
-    named (None when no router was given)."""
+    named (None when no router was given); ``cited``: the provisions it cites, as
+    (kind, number) ("Article 10": ``corpus.structure.cited_sections``)."""
 
     text: str
     terms: frozenset[str]
@@ -50,6 +52,7 @@ class Query:
     value: Asked | None
     route: Route | None = None
     stem_of: Mapping[str, str] = field(default_factory=dict)
+    cited: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def parse(
@@ -78,6 +81,7 @@ class Query:
             value=asked_value(text),
             route=route,
             stem_of=stem_of,
+            cited=tuple(cited_sections(text)),
         )
 
     @classmethod

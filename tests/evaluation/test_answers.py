@@ -54,13 +54,13 @@ def test_summary_names_best_run_holm_survivors_refuser_quotes() -> None:
                 "semantic": "lsa",
                 "classifier_decisions": shares,
                 "single_method": {},
-                "quotes": {"answer_after_rule": 1, "answer_before_rule": 2, "answers_with_key_fact": 1.0},
             }
-        }
+        },
+        "search": {"raw bm25": {"counts": {"answer": 1, "review": 1, "refuse": 0}, "answers_with_key_fact": 1.0}},
     }
     lines = summary_lines(metrics, stats, support)
     assert len(lines) == 5
     assert "bm25 on raw text — MRR 0.900 [95% CI 0.800, 1.000]" in lines[0]
     assert "bm25 vs lsa (methods within raw, ΔMRR +0.400, Holm p 0.010)" in lines[1]
     assert "refuses 100% of unsupported" in lines[2]
-    assert "1 of 2 answer decisions" in lines[3] and "100% of those" in lines[3]
+    assert "raw bm25: 1 answers, 100% of those checked quote the key fact" in lines[3]

@@ -6,10 +6,10 @@ the run produced, then stratified k-fold cross-validation fits the classifier an
 every threshold on the other folds and decides the held-out questions. Reported:
 AUROC per feature and of the combined classifier (broad / near-domain / out-of-domain,
 bootstrap CIs), the answer / review / refuse shares per class, the same for each single
-method's top-score threshold, the shipped default policy applied as it is (before and
-after the answer check), risk–coverage curves, and — for every run — how many of the
-answerable questions' ``answer_points`` the extractive answer's quotes cover.
-``held_out`` condenses the held-out comparison for ``sourcepage calibrate``.
+method's top-score threshold and risk–coverage curves. What the search itself decides
+and quotes (the shipped or calibrated policy as a person receives it) is not decided
+here: ``evaluation.decisions`` runs every question through the one pipeline and adds it
+(``search``). ``held_out`` condenses the held-out comparison for ``sourcepage calibrate``.
 """
 
 from __future__ import annotations
@@ -24,18 +24,12 @@ import numpy as np
 
 from sourcepage.evaluation import metrics as M
 from sourcepage.evaluation import stats as S
-from sourcepage.evaluation.answers import evaluate_quotes
 from sourcepage.evaluation.relevance import Run
-from sourcepage.query import PageHit, Query
-from sourcepage.records import Decision, Hit, Question, parse_page_id
+from sourcepage.records import Hit, Question
 from sourcepage.retrieval.methods import has_flag, parse_method
 from sourcepage.retrieval.search import Searcher
-from sourcepage.support.answer import extract_answer
-from sourcepage.support.calibrate import cross_validate, decisions
-from sourcepage.support.check import point_covered
-from sourcepage.support.decide import gate
+from sourcepage.support.calibrate import cross_validate
 from sourcepage.support.features import FEATURES, feature_row
-from sourcepage.support.policy import default_policy
 from sourcepage.vocabulary import ANSWERABILITIES, NEGATIVE_CLASSES
 
 NEG = NEGATIVE_CLASSES
@@ -117,83 +111,6 @@ def risk_coverage(prob: Sequence[float], y: Sequence[int]) -> list[tuple[float, 
     return [((i + 1) / len(yy), float(1 - yy[: i + 1].mean())) for i in range(len(yy))]
 
 
-def shipped_policy_result(
-    feats: Sequence[Mapping[str, float]],
-    qs: Sequence[Question],
-    answers: Sequence[Mapping[str, Any]],
-    weights: Sequence[Mapping[str, float]],
-) -> dict[str, Any]:
-    """The shipped default policy applied as it is (no fitting on these questions): its
-    probability, its thresholds' decisions, then the answer check as search makes it
-    (``support.decide.gate``: an answer whose quotes do not state what the question asks
-    goes to review)."""
-    pol = default_policy()
-    prob = pol.classifier.predict(feats)
-    raw = decisions(pol, feats)
-    checked = [
-        gate(q.question, a, Decision(d, ()), w)[1].decision
-        for d, q, a, w in zip(raw, qs, answers, weights, strict=True)
-    ]
-    y = [int(q.answerability == "answerable") for q in qs]
-    return {
-        "policy": pol.describe(),
-        "t_refuse": pol.t_refuse,
-        "t_answer": pol.t_answer,
-        "auroc": {
-            k: round(
-                M.auroc(
-                    [p for p, v in zip(prob, y, strict=True) if v],
-                    [p for p, q in zip(prob, qs, strict=True) if q.answerability in neg],
-                ),
-                6,
-            )
-            for k, neg in NEG.items()
-        },
-        "decisions": decision_shares(raw, qs),
-        "decisions_checked": decision_shares(checked, qs),
-        "risk_coverage": [[round(c, 4), round(r, 4)] for c, r in risk_coverage(prob, y)],
-        "probability": [round(float(p), 6) for p in prob],
-        "decision": checked,
-    }
-
-
-def answer_point_coverage(
-    qs: Sequence[Question], answers: Sequence[Mapping[str, Any]], weights: Sequence[Mapping[str, float]]
-) -> dict[str, Any]:
-    """How many of the answerable questions' ``answer_points`` the quoted sentences cover
-    (``check.point_covered``): the mean share per question and the share of questions
-    with every point covered."""
-    shares, full = [], []
-    per_question = {}
-    for q, a, w in zip(qs, answers, weights, strict=True):
-        if q.answerability != "answerable" or not q.answer_points:
-            continue
-        text = " ".join(x["text"] for x in a["quotes"])
-        hit = [point_covered(pt, text, w) for pt in q.answer_points]
-        shares.append(sum(hit) / len(hit))
-        full.append(all(hit))
-        per_question[q.id] = [int(h) for h in hit]
-    return {
-        "questions": len(shares),
-        "mean_points_covered": round(float(np.mean(shares)), 4) if shares else math.nan,
-        "all_points_covered": round(float(np.mean(full)), 4) if full else math.nan,
-        "per_question": per_question,
-    }
-
-
-def _quotes(
-    searcher: Searcher, q: Question, ranked: Sequence[Hit]
-) -> tuple[dict[str, Any], dict[str, float]]:
-    """The extractive answer from a ranking's top pages (as ``search`` quotes them, for an
-    ``answer`` decision) and the question's idf weights."""
-    query = Query.of(searcher, q.question)
-    results = [
-        PageHit(h, searcher.documents[parse_page_id(h.page_id)[0]], searcher.passage(h.chunk_id))
-        for h in ranked[:3]
-    ]
-    return extract_answer(query, results, "answer"), dict(query.weights)
-
-
 def evaluate_support(
     results: Mapping[tuple[str, str], Run],
     qs: Sequence[Question],
@@ -206,9 +123,8 @@ def evaluate_support(
     folds: int = 5,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """answerability.json's content: one entry per text version with a method pair
-    (held-out classifier, each feature, single methods, the shipped default policy and the
-    risk–coverage curves), and the answer-point coverage of every run's quotes.
+    """answerability.json's held-out study: one entry per text version with a method pair
+    (held-out classifier, each feature, single methods and the risk–coverage curves).
     ``results``: (version, method) → the run's ranked hits; ``progress(label, done,
     total)`` hears each question's features (the sentence model makes them slow)."""
     hits = {
@@ -224,14 +140,7 @@ def evaluate_support(
         "folds": folds,
         "seed": seed,
         "versions": {},
-        "answer_points": {},
     }
-    quoted: dict[tuple[str, str], tuple[list[dict[str, Any]], list[dict[str, float]]]] = {}
-    for v, m in runs:
-        if v in searchers:
-            pairs = [_quotes(searchers[v], q, hits.get((v, m, q.id), [])) for q in qs]
-            quoted[(v, m)] = ([p[0] for p in pairs], [p[1] for p in pairs])
-            out["answer_points"][f"{v} {m}"] = answer_point_coverage(qs, *quoted[(v, m)])
     for version in dict.fromkeys(v for v, _ in runs):
         pair = pick_pair(runs, version)
         if pair is None or version not in searchers:
@@ -249,13 +158,7 @@ def evaluate_support(
             if v == version
         }
         cv = cross_validate(feats, qs, single, max_answerable_refused, folds=folds, seed=seed)
-        sparse_hits = {q.id: hits.get((version, sparse, q.id), []) for q in qs}
-        quotes = evaluate_quotes(searchers[version], qs, sparse_hits, cv["decision"])
-        entry = _version_entry(pair, feats, qs, single, cv, quotes, n_boot, seed)
-        default = default_policy()
-        if (default.sparse, default.semantic) == (sparse, semantic):
-            entry["shipped_policy"] = shipped_policy_result(feats, qs, *quoted[(version, sparse)])
-        out["versions"][version] = entry
+        out["versions"][version] = _version_entry(pair, feats, qs, single, cv, n_boot, seed)
     return out
 
 
@@ -265,7 +168,6 @@ def _version_entry(
     qs: Sequence[Question],
     single: Mapping[str, Sequence[float]],
     cv: Mapping[str, Any],
-    quotes: Mapping[str, Any],
     n_boot: int,
     seed: int,
 ) -> dict[str, Any]:
@@ -285,8 +187,6 @@ def _version_entry(
             for m, sc in single.items()
         },
         "risk_coverage": [[round(c, 4), round(r, 4)] for c, r in risk_coverage(prob, cv["labels"])],
-        "quotes": quotes,
-        "decisions_with_quote_rule": decision_shares([r["decision"] for r in quotes["per_question"]], qs),
         "per_question": [
             {
                 "question_id": q.id,

@@ -1,39 +1,26 @@
-"""Do the quotes state the answer? The quotes of each question, checked against the
-benchmark's evidence (inside ``sourcepage eval``, next to the held-out decisions).
+"""Do the quotes state the answer? The key-fact test of a question's quotes and what a
+person is told over a question set (``answer_metrics``).
 
 A question's **key facts** are its labelled evidence excerpts: verbatim sentences of the
 pages that support the reference answer (benchmark-format.md §3). The quotes **contain the
 key fact** when one quote holds at least ``KEY_FACT_SHARE`` of the content words (stemmed)
-of one excerpt that has at least ``MIN_EXCERPT_WORDS`` of them. The quotes are made as
-``sourcepage search`` makes them (``support.answer.extract_answer`` on the cleaned form of
-the first three pages of the sparse ranking), and an ``answer`` decision whose quotes
-state no fact of the asked kind becomes ``review`` (``support.decide.gate``, as in search).
-
-Reported: how many held-out ``answer`` decisions the quote rule turned into ``review``,
-and the share of the remaining ``answer`` decisions (answerable questions with excerpts)
-whose quotes contain the key fact — also over every answerable question, whatever its
-decision, as the quotes' ceiling.
+of one excerpt that has at least ``MIN_EXCERPT_WORDS`` of them. The quotes are the search's
+own (``evaluation.decisions`` in ``sourcepage eval``, ``benchmarks/decisions.py``): this
+module decides and quotes nothing itself.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sourcepage.query import PageHit, Query
-from sourcepage.records import Decision, Hit, Question, parse_page_id
-from sourcepage.retrieval.search import Searcher
+from sourcepage.records import Question
 from sourcepage.retrieval.tokenize import content_terms, stem_terms
-from sourcepage.support.answer import extract_answer
-from sourcepage.support.decide import gate
 
 #: share of an excerpt's content words one quote must hold
 KEY_FACT_SHARE = 0.6
 #: excerpts with fewer content words (fragments such as "may be performed without") are not key facts
 MIN_EXCERPT_WORDS = 3
-#: pages quoted, as ``sourcepage search`` does
-QUOTE_PAGES = 3
 
 
 def _stems(text: str) -> set[str]:
@@ -46,62 +33,6 @@ def contains_key_fact(quotes: Sequence[str], q: Question) -> bool:
     facts = [s for s in (_stems(e) for e in q.excerpts.values()) if len(s) >= MIN_EXCERPT_WORDS]
     quoted = [_stems(t) for t in quotes]
     return any(len(f & qs) >= KEY_FACT_SHARE * len(f) for f in facts for qs in quoted)
-
-
-def quote_answers(searcher: Searcher, q: Question, hits: Sequence[Hit], decision: str) -> dict[str, Any]:
-    """The answer ``sourcepage search`` would quote for ``q`` from the ranked ``hits``
-    (the decision given), with the rule's decision and the key-fact check."""
-    results = [PageHit(h, searcher.documents[parse_page_id(h.page_id)[0]]) for h in hits[:QUOTE_PAGES]]
-    query = Query.of(searcher, q.question)
-    ans = extract_answer(query, results, decision, texts=searcher.quote_texts([r.page for r in results]))
-    final = gate(query, ans, Decision(decision, ()))[1].decision
-    texts = [x["text"] for x in ans["quotes"]]
-    return {
-        "decision": final,
-        "asked": ans["asked"],
-        "fact_found": ans["fact_found"],
-        "key_fact": contains_key_fact(texts, q) if q.excerpts else None,
-        "quotes": texts,
-    }
-
-
-def evaluate_quotes(
-    searcher: Searcher,
-    qs: Sequence[Question],
-    hits: Mapping[str, Sequence[Hit]],
-    decisions: Sequence[str],
-) -> dict[str, Any]:
-    """Quote every question (``hits``: question id → the sparse ranking; ``decisions``:
-    the held-out decisions in question order) and summarise (see the module docstring)."""
-    rows = [
-        {"question_id": q.id, "answerability": q.answerability, "held_out": d}
-        | quote_answers(searcher, q, hits.get(q.id, []), "review" if d == "refuse" else d)
-        for q, d in zip(qs, decisions, strict=True)
-    ]
-    for r, d in zip(rows, decisions, strict=True):
-        if d == "refuse":  # quoted only for the ceiling below: a refusal shows no quote
-            r["decision"] = "refuse"
-    answered = [r for r in rows if r["decision"] == "answer"]
-    checked = [r for r in answered if r["key_fact"] is not None]
-    answerable = [r for r in rows if r["key_fact"] is not None]
-
-    def share(rs: Sequence[Mapping[str, Any]]) -> float:
-        return sum(bool(r["key_fact"]) for r in rs) / len(rs) if rs else math.nan
-
-    return {
-        "key_fact_share": KEY_FACT_SHARE,
-        "answer_before_rule": sum(d == "answer" for d in decisions),
-        "answer_after_rule": len(answered),
-        "turned_to_review": [
-            r["question_id"] for r in rows if r["held_out"] == "answer" and r["decision"] != "answer"
-        ],
-        "answers_checked": len(checked),
-        "answers_with_key_fact": round(share(checked), 6),
-        "answered_negatives": [r["question_id"] for r in answered if r["answerability"] != "answerable"],
-        "answerable_quoted": len(answerable),
-        "answerable_with_key_fact": round(share(answerable), 6),
-        "per_question": rows,
-    }
 
 
 def quote_matches(quotes: Sequence[str], q: Question) -> list[bool]:

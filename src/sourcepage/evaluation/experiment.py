@@ -49,7 +49,7 @@ from sourcepage.retrieval.methods import kinds, parse_method
 from sourcepage.retrieval.settings import IndexSettings, section_dict, section_settings
 from sourcepage.retrieval.tokenize import TokenizerConfig
 from sourcepage.store.db import Store
-from sourcepage.store.files import write_json
+from sourcepage.store.files import write_json, write_jsonl
 from sourcepage.text.chunk import ChunkConfig
 from sourcepage.text.clean import CleanConfig
 from sourcepage.text.versions import DEFAULT_ENRICH_FIELDS, TextSettings
@@ -335,8 +335,12 @@ class QuestionsBenchmark(Benchmark):
         return (self.answerability, self.figures)
 
     def answerability(self, result: RunResult, progress: Progress | None) -> None:
-        """answerability.json: the held-out support decision over the result's rankings
-        (searchers reopened on the store: the indexes load, they are not built again)."""
+        """What the search decides for every question of every run (``evaluation.decisions``:
+        the one pipeline, from the run's own ranking; per_question.jsonl gains its outline)
+        and answerability.json: the held-out support study beside those decisions
+        (searchers reopened on the store: the runs' indexes load; the answer policy's are
+        built on first use where the design did not run them, as a search builds them)."""
+        from sourcepage.evaluation.decisions import annotate, search_runs, summarise
         from sourcepage.retrieval.search import Searcher
 
         t0 = time.perf_counter()
@@ -345,6 +349,8 @@ class QuestionsBenchmark(Benchmark):
             for v in dict.fromkeys(v for v, _ in result.runs)
         }
         try:
+            searched = search_runs(result.store, result.results, self.questions, searchers, progress)
+            result.timings["decisions_s"] = round(time.perf_counter() - t0, 3)
             result.support = evaluate_support(
                 result.results,
                 self.questions,
@@ -357,6 +363,11 @@ class QuestionsBenchmark(Benchmark):
         finally:
             for s in searchers.values():
                 s.store.close()
+        annotate(result.per_question, searched)
+        write_jsonl(result.out / "per_question.jsonl", result.per_question)
+        runs = {f"{v} {m}": summarise(rows, self.questions) for (v, m), rows in searched.items()}
+        result.support["search"] = runs
+        result.support["answer_points"] = {run: s["answer_points"] for run, s in runs.items()}
         result.timings["answerability_s"] = round(time.perf_counter() - t0, 3)
         write_json(result.out / "answerability.json", result.support)
 

@@ -141,8 +141,7 @@ def _opening(metrics: Mapping[str, Any], stats: Mapping[str, Any], support: Mapp
         + "".join(f"{line}  \n" for line in summary_lines(metrics, stats, support))
         + f"\nQuestions: {c['answerable']} answerable, {c['unsupported']} unsupported (near-domain), "
         f"{c['out_of_domain']} out-of-domain. The relevance labels are a silver standard: read the "
-        "results as exploratory, CIs first.\n"
-        + glossary()
+        "results as exploratory, CIs first.\n" + glossary()
     )
 
 
@@ -409,28 +408,25 @@ def support_section(support: Mapping[str, Any]) -> str:
         f"Held out: stratified {support['folds']}-fold cross-validation (seed {support['seed']}); the "
         "classifier and every threshold are fitted on the other folds. Thresholds are asymmetric: "
         f"at most {support['max_answerable_refused']:.0%} of answerable training questions refused, no "
-        "unsupported or out-of-domain training question answered; in between, review. The shipped "
-        "default policy is applied as it is, without fitting on these questions (on the benchmarks' "
-        "dev splits, which it was fitted on, its rows are in-sample), then the answer check (a "
-        "question asking for a value its quotes do not state goes to review). An AUROC below 0.5 "
-        "means the feature is higher for the negatives. Cells: answer / review / refuse.\n",
+        "unsupported or out-of-domain training question answered; in between, review. Beside it, "
+        "what the search decides: every question of every run of the version through the one search "
+        "pipeline (`sourcepage search` with the store's policy — the shipped default unless calibrated, "
+        "on the benchmarks' dev splits in-sample —, its jurisdiction rules and the quote gate) from the "
+        "run's own ranking. An AUROC below 0.5 means the feature is higher for the negatives. Cells: "
+        "answer / review / refuse.\n",
     ]
     for version, e in support["versions"].items():
         parts.append(f"\n### {version}: {e['sparse']} + {e['semantic']}\n\n")
         rows = [["held-out classifier", *(_ci(e["classifier_auroc"][k]) for k in NEGATIVES)]]
-        sp = e.get("shipped_policy")
-        if sp:
-            rows.append(["shipped default policy", *(_f(sp["auroc"][k]) for k in NEGATIVES)])
+        searched = {
+            k.split(" ", 1)[1]: v for k, v in support.get("search", {}).items() if k.split(" ")[0] == version
+        }
+        rows += [[f"search: {m}", *(_f(v["auroc"][k]) for k in NEGATIVES)] for m, v in searched.items()]
         rows += [[f, *(_ci(v[k]) for k in NEGATIVES)] for f, v in e["feature_auroc"].items()]
         parts.append(_table(["P(supported) / feature", "AUROC broad", "AUROC near", "AUROC ood"], rows))
         d = e["classifier_decisions"]
         rows = [_shares_row("held-out classifier", d)]
-        if sp:
-            rows.append(_shares_row("shipped default policy", sp["decisions"]))
-            rows.append(_shares_row("shipped default + answer check", sp["decisions_checked"]))
-        dq = e.get("decisions_with_quote_rule")
-        if dq:
-            rows.append(_shares_row("held-out classifier + quote rule", dq))
+        rows += [_shares_row(f"search: {m}", v["decisions"]) for m, v in searched.items()]
         for m, sm in e["single_method"].items():
             rows.append(
                 [
@@ -444,16 +440,15 @@ def support_section(support: Mapping[str, Any]) -> str:
             f"\nHeld out, answerable refused: {', '.join(d['answerable_refused']) or 'none'}; negatives "
             f"answered: {', '.join(d['unsupported_answered']) or 'none'}.\n"
         )
-        if sp:
-            c = sp["decisions_checked"]
+        for m, v in searched.items():
+            c = v["decisions"]
             parts.append(
-                f"Shipped policy (after the answer check), answerable refused: "
-                f"{', '.join(c['answerable_refused']) or 'none'}; negatives answered: "
-                f"{', '.join(c['unsupported_answered']) or 'none'}.\n"
+                f"Search, {m}: answerable refused: {', '.join(c['answerable_refused']) or 'none'}; "
+                f"negatives answered: {', '.join(c['unsupported_answered']) or 'none'}.\n"
             )
-        curves = [("held-out classifier", e["risk_coverage"])] + (
-            [("shipped policy", sp["risk_coverage"])] if sp else []
-        )
+        curves = [("held-out classifier", e["risk_coverage"])] + [
+            (f"search: {m}", v["risk_coverage"]) for m, v in searched.items() if v["risk_coverage"]
+        ]
         rc = list(zip(*(_risk_rows(cv) for _, cv in curves), strict=True))
         parts.append(
             "\nRisk–coverage (answering the most probable first; risk = share of the answered "
@@ -465,8 +460,8 @@ def support_section(support: Mapping[str, Any]) -> str:
     ap = support.get("answer_points") or {}
     if ap:
         parts.append(
-            "\n### Answer points covered by the quoted sentences\n\nThe extractive answer's quotes (up to "
-            "3 sentences from each run's top 3 pages) against each answerable question's `answer_points`: "
+            "\n### Answer points covered by the quoted sentences\n\nThe quotes the search gives for each "
+            "run (none for a refusal) against each answerable question's `answer_points`: "
             "a point counts as covered when most of its words (idf-weighted, stemmed) and all its numbers "
             "are quoted.\n\n"
         )

@@ -121,17 +121,19 @@ def _refuser_line(support: Mapping[str, Any] | None) -> str:
 
 
 def _quotes_line(support: Mapping[str, Any] | None) -> str:
-    entries = [(v, e["quotes"]) for v, e in (support or {}).get("versions", {}).items() if "quotes" in e]
-    if not entries:
+    runs = (support or {}).get("search", {})
+    if not runs:
         return "**Quotes:** not measured."
-    parts = []
-    for v, q in entries:
-        share = q["answers_with_key_fact"]
-        parts.append(
-            f"{v}: {q['answer_after_rule']} of {q['answer_before_rule']} answer decisions keep a quote "
-            f"stating the asked fact; {_pct(share)} of those quote the key fact"
-        )
-    return "**Quotes:** " + "; ".join(parts) + " (see “Do the quotes state the answer?”)."
+    parts = [
+        f"{run}: {q['counts']['answer']} answers, {_pct(q['answers_with_key_fact'])} of those checked quote "
+        "the key fact"
+        for run, q in runs.items()
+    ]
+    return (
+        "**Quotes:** as the search gives them, "
+        + "; ".join(parts)
+        + " (see “Do the quotes state the answer?”)."
+    )
 
 
 def glossary() -> str:
@@ -150,26 +152,22 @@ def glossary() -> str:
 
 
 def quotes_section(support: Mapping[str, Any]) -> str:
-    """'Do the quotes state the answer?': the quote rule's effect and the key-fact share."""
+    """'Do the quotes state the answer?': what the search decides and quotes for every run
+    (``evaluation.decisions``: the one search pipeline), against the labelled excerpts."""
     parts = [
         "\n## Do the quotes state the answer?\n\n",
-        "For every question the quotes are made as `sourcepage search` makes them, from the cleaned "
-        "text of the first three pages of the sparse ranking. An `answer` decision stands only when "
-        "a quote states the kind of fact the question asks (a frequency, a number, a list, a "
-        "condition, …); otherwise it becomes `review`. A quote **contains the key fact** when it holds "
+        "Every question of every run goes through the search pipeline as `sourcepage search` runs it "
+        "(the store's policy, the jurisdiction rules, the quote gate: an `answer` stands only on a quote "
+        "that states it), from the run's own ranking. A quote **contains the key fact** when it holds "
         "at least 60% of the content words of one of the question's labelled evidence excerpts.\n\n",
-        "| version | answer decisions (held-out) | stand after the quote rule | turned to review | "
-        "answers quoting the key fact | answerable questions quoting it (any decision) | "
-        "negatives still answered |\n|---|---|---|---|---|---|---|\n",
+        "| run | answer / review / refuse | answers quoting the key fact | negatives answered | "
+        "answerable refused |\n|---|---|---|---|---|\n",
     ]
-    for v, e in support["versions"].items():
-        q = e.get("quotes")
-        if not q:
-            continue
+    for run, q in support.get("search", {}).items():
+        c, d = q["counts"], q["decisions"]
         parts.append(
-            f"| {v} | {q['answer_before_rule']} | {q['answer_after_rule']} | "
-            f"{', '.join(q['turned_to_review']) or '–'} | {_pct(q['answers_with_key_fact'])} "
-            f"(n={q['answers_checked']}) | {_pct(q['answerable_with_key_fact'])} "
-            f"(n={q['answerable_quoted']}) | {', '.join(q['answered_negatives']) or 'none'} |\n"
+            f"| {run} | {c['answer']} / {c['review']} / {c['refuse']} | {_pct(q['answers_with_key_fact'])} "
+            f"(n={q['answers_checked']}) | {', '.join(d['unsupported_answered']) or 'none'} | "
+            f"{', '.join(d['answerable_refused']) or 'none'} |\n"
         )
     return "".join(parts)

@@ -32,6 +32,7 @@ import numpy as np
 from sourcepage.records import Hit, Question
 from sourcepage.retrieval.search import Searcher
 from sourcepage.store.db import Store
+from sourcepage.support.decide import Decider
 from sourcepage.support.features import CLASSIFIER_FEATURES, FEATURES, feature_row, matrix
 from sourcepage.support.policy import Classifier, Policy, default_policy, save_policy
 
@@ -250,22 +251,21 @@ def policy_rows(policy: Policy) -> list[dict[str, Any]]:
 
 
 def decisions(policy: Policy, rows: Sequence[Mapping[str, float]]) -> list[str]:
-    """answer / review / refuse of ``policy``'s probability for each feature row (the
-    threshold part of the decision only: jurisdiction and conflict rules are not applied)."""
-    if not rows:
-        return []
-    p = policy.classifier.predict(rows)
-    return ["answer" if v >= policy.t_answer else "review" if v >= policy.t_refuse else "refuse" for v in p]
+    """answer / review / refuse of ``policy``'s probability for each feature row, at the
+    thresholds a search applies (``support.decide.Decider``; the threshold part of the
+    decision only: jurisdiction and conflict rules need the ranked pages)."""
+    return Decider(policy).verdicts(rows)
 
 
 def compare(old: Policy, new: Policy, rows: Sequence[Mapping[str, float]]) -> dict[str, Any]:
-    """How much ``new`` differs from ``old`` on these questions: thresholds, mean |ΔP|,
-    and how many decisions change."""
+    """How much ``new`` differs from ``old`` on these questions: the thresholds in force
+    (``Decider.thresholds``), mean |ΔP|, and how many decisions change."""
     p_old, p_new = old.classifier.predict(rows), new.classifier.predict(rows)
     d_old, d_new = decisions(old, rows), decisions(new, rows)
+    (r_old, a_old), (r_new, a_new) = Decider(old).thresholds(), Decider(new).thresholds()
     return {
-        "t_refuse": [old.t_refuse, new.t_refuse],
-        "t_answer": [None if math.isinf(old.t_answer) else old.t_answer, new.t_answer],
+        "t_refuse": [r_old, r_new],
+        "t_answer": [None if math.isinf(a_old) else a_old, a_new],
         "mean_abs_probability_change": round(float(np.mean(np.abs(p_new - p_old))), 4),
         "decisions_changed": int(sum(a != b for a, b in zip(d_old, d_new, strict=True))),
         "questions": len(rows),

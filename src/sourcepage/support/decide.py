@@ -12,19 +12,28 @@ when a quote states the answer (the learned selector's P(states) over its thresh
 
 Without any usable policy the decision is conservative: ``refuse`` when nothing was
 retrieved or no top passage shares a content word with the question, else ``review``.
+
+``Decider`` is the one interface the search pipeline, ``sourcepage eval`` and
+``sourcepage calibrate`` read: a store's policy, its thresholds in force
+(``thresholds``: the shipped policy answers from the threshold fitted with the quote
+model's), the verdict inputs of a feature row (``calibrate``), the jurisdiction and
+comparison rules (``decide``) and the quote gate (``gate``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sourcepage.query import Query
+from sourcepage.query import PageHit, Query
 from sourcepage.records import Decision, Document
-from sourcepage.retrieval.routing import legal_jurisdiction
+from sourcepage.retrieval.routing import Route, legal_jurisdiction
 from sourcepage.support.check import check_answer
 from sourcepage.support.features import FEATURE_WORDS
+from sourcepage.support.policy import Policy
+from sourcepage.support.select import quote_model
 
 
 @dataclass(frozen=True)
@@ -263,3 +272,82 @@ def gate(
         f"before anyone relies on it. {verdict['summary']}"
     )
     return checked, Decision("review", (reason, *decision.reasons))
+
+
+def thresholds(policy: Policy) -> tuple[float, float]:
+    """(t_refuse, t_answer) in force for ``policy``: the shipped default answers from the
+    P(supported) threshold fitted together with the quote threshold (``support.select``:
+    an answer needs a stating quote besides P(supported)); a calibrated policy from its own."""
+    qm = quote_model()
+    if qm is not None and policy.origin == "default":
+        return policy.t_refuse, max(qm.t_support, policy.t_refuse)
+    return policy.t_refuse, policy.t_answer
+
+
+def verdict(probability: float, t_refuse: float, t_answer: float) -> str:
+    """The threshold part of a decision: answer at or above ``t_answer``, refuse below
+    ``t_refuse``, review in between."""
+    return "answer" if probability >= t_answer else "review" if probability >= t_refuse else "refuse"
+
+
+@dataclass(frozen=True)
+class Decider:
+    """The decision of one store and text version: its answer ``policy`` (None: the rule
+    without a policy, ``note`` says why), the jurisdiction codes its corpus ``covers``;
+    read alike by the search pipeline, ``sourcepage eval`` and ``sourcepage calibrate``."""
+
+    policy: Policy | None
+    note: str = ""
+    covers: tuple[str, ...] = ()
+
+    def thresholds(self) -> tuple[float, float]:
+        """(t_refuse, t_answer) in force (``thresholds``); (−inf, inf) without a policy."""
+        return thresholds(self.policy) if self.policy is not None else (-math.inf, math.inf)
+
+    def verdicts(self, rows: Sequence[Mapping[str, float]]) -> list[str]:
+        """The threshold part of the decision of each feature row (no jurisdiction rule)."""
+        if self.policy is None or not rows:
+            return []
+        t_refuse, t_answer = self.thresholds()
+        return [verdict(float(p), t_refuse, t_answer) for p in self.policy.classifier.predict(rows)]
+
+    def calibrate(self, feats: Mapping[str, float]) -> Calibration | None:
+        """The policy's verdict inputs of one question's feature row (None without a policy)."""
+        pol = self.policy
+        if pol is None:
+            return None
+        prob = float(pol.classifier.predict([feats])[0])
+        pro, con = drivers(pol.classifier.contributions(feats), feats, pol.reference)
+        t_refuse, t_answer = self.thresholds()
+        return Calibration(
+            prob,
+            t_refuse,
+            t_answer,
+            pol.describe(),
+            pro,
+            con,
+            conflicting=feats["rr_a_in_b"] == 0 and feats["rr_b_in_a"] == 0,
+            max_answerable_refused=pol.max_answerable_refused,
+        )
+
+    def decide(
+        self, method: str, top: Sequence[PageHit], cal: Calibration | None, route: Route, unusable: str = ""
+    ) -> Decision:
+        """The decision on the top pages before the quote gate: a named jurisdiction the
+        corpus lacks is refused, a comparison goes to a reviewer (``decide``)."""
+        return decide(
+            method,
+            [p.document for p in top],
+            any(p.highlights for p in top),
+            cal,
+            uncovered=route.uncovered if not route.jurisdictions else (),
+            covered=self.covers,
+            compares=route.compares,
+            no_policy=unusable or self.note,
+        )
+
+    def gate(
+        self, query: Query, answer: Mapping[str, Any], decision: Decision
+    ) -> tuple[dict[str, Any], Decision]:
+        """The quote gate (``gate``): an answer stands only on a quote that states it."""
+        return gate(query, answer, decision)
