@@ -40,12 +40,12 @@ from sourcepage.support.check import point_covered
 CLASSES = ("answerable", "unsupported", "out_of_domain")
 
 
-def measure(store: Path, questions: Path, method: str | None) -> dict:
+def measure(store: Path, questions: Path, method: str | None, k: int = 10) -> dict:
     qs = read_questions(questions)
     rows = []
     t0 = time.perf_counter()
     for i, q in enumerate(qs, 1):
-        r = api.search(q.question, store, method=method, k=10, refer=False)
+        r = api.search(q.question, store, method=method, k=k, refer=False)
         sup = r["support"] or {}
         seen = outline(r)
         texts = [x["text"] for x in r.get("answer", {}).get("quotes", [])]
@@ -71,6 +71,7 @@ def measure(store: Path, questions: Path, method: str | None) -> dict:
                 "quote_ids": seen["quote_ids"],
                 "pages": seen["pages"],  # what eval's per_question.jsonl carries (pipeline.outline)
                 "decide_ms": r["timings_ms"]["decide"],
+                "query_ms": r.get("query_ms"),
                 "reasons": r["reasons"],
                 "type": q.type,
                 # a question comparing jurisdictions: the share of its sides some quote is from
