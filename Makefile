@@ -60,7 +60,6 @@ corpus:
 demo: corpus $(STAMP)
 	$(BIN)/sourcepage eval --corpus $(CORPUS) --questions benchmarks/osha6/questions.jsonl \
 		--config benchmarks/osha6/experiment.yaml --out $(OUT)
-	@echo "report: $(OUT)/report.md"
 
 # The same design on the twenty-document, five-jurisdiction corpus with the intl20 benchmark
 # (dev split by default; SPLIT=test once, at the end; SPLIT=questions for all 220).
@@ -69,7 +68,6 @@ SPLIT  ?= dev
 demo-intl: $(STAMP)
 	$(BIN)/sourcepage eval --corpus $(INTL) --questions benchmarks/intl20/$(SPLIT).jsonl \
 		--config benchmarks/intl20/experiment.yaml --out out/intl20-$(SPLIT)
-	@echo "report: out/intl20-$(SPLIT)/report.md"
 
 # The same design on the nineteen-document construction corpus with the construction benchmark
 # (dev split by default; SPLIT=test once, at the end): report.md adds tables by project phase
@@ -80,7 +78,6 @@ demo-construction: $(STAMP)
 		echo "make demo-construction needs $(CONSTRUCTION)/manifest.csv (pass CONSTRUCTION=DIR)"; exit 2; }
 	$(BIN)/sourcepage eval --corpus $(CONSTRUCTION) --questions benchmarks/construction/$(SPLIT).jsonl \
 		--config benchmarks/construction/experiment.yaml --out out/construction-$(SPLIT)
-	@echo "report: out/construction-$(SPLIT)/report.md"
 
 clean:
 	rm -rf out .store

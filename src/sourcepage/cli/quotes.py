@@ -16,6 +16,8 @@ def print_quotes(res: dict) -> None:
         label = "supporting quotes" if ans["status"] == "answer" else "draft quotes for the reviewer"
         found = "" if ans.get("fact_found", True) else f" — none states what was asked: {ans['asked']}"
         out.print(Text(f"\n{label}{found}:", style="bold"))
+        if first_note(res):
+            out.print(Text(f"  ({first_note(res)})", style="dim"), highlight=False)
         several = len({q.get("jurisdiction") for q in ans["quotes"]}) > 1  # a comparison's sides
         for q in ans["quotes"]:
             spans = [tuple(s) for s in q.get("spans", [])]
@@ -27,6 +29,21 @@ def print_quotes(res: dict) -> None:
             for a, b in spans:  # the chosen sentences of the passage, in bold
                 line.stylize("bold", a + 3, b + 3)
             out.print(line, highlight=False)
+
+
+def first_note(res: dict) -> str:
+    """Why the first quote is not from the top page, when it is not ('' when it is): the
+    first quote is the sentence judged to state what is asked (``support.answer``)."""
+    quotes, results = (res.get("answer") or {}).get("quotes") or [], res.get("results") or []
+    first, top = (quotes[0].get("page"), results[0].get("page")) if quotes and results else (None, None)
+    if not first or not top or first == top:
+        return ""
+    rank = next((r.get("rank") for r in results if r.get("page") == first), None)
+    ranked = f", ranked {rank}," if rank else ""
+    return (
+        f"the first quote is from {first}{ranked} not from the top page {top}:"
+        " its sentence is the one judged to state what is asked"
+    )
 
 
 def chosen(text: str, spans: list[tuple[int, int]]) -> str:

@@ -27,6 +27,7 @@ from sourcepage.cli._common import (
     shorten,
     ticker,
 )
+from sourcepage.cli.answer_notes import desk_lines, folded_line, reviewed_here
 from sourcepage.cli.manifest import guessed_line, unconfirmed_note
 from sourcepage.cli.quotes import print_quotes
 from sourcepage.corpus.structure import last_heading
@@ -97,8 +98,8 @@ def index(
         return
     with progress() as prog:
         tick = ticker(prog)  # a bar a build on a terminal, else a line when it starts and ends
-        _embed_in_workers(st, plan, workers, tick)
-        _build_here(st, plan, settings, tick, t)
+        embedded = _embed_in_workers(st, plan, workers, tick, t)
+        _build_here(st, plan, settings, tick, t, embedded)
         if method is None and sentences:
             from sourcepage import api
 
@@ -146,8 +147,12 @@ def _build_on_ray(
     out.print(f"built on Ray ({ex.workers} CPUs) in {time.perf_counter() - t0:.2f} s", markup=False)
 
 
-def _build_here(st: Any, plan: list[tuple[str, Any]], settings: Any, tick: Any, t: Table) -> None:
-    """Build each index of ``plan`` in this process, a row of ``t`` each."""
+def _build_here(
+    st: Any, plan: list[tuple[str, Any]], settings: Any, tick: Any, t: Table, embedded: set[tuple[str, str]]
+) -> None:
+    """Build each index of ``plan`` in this process, a row of ``t`` each; a dense index whose
+    chunks were embedded beforehand (``embedded``: (version, method)) is labelled as built
+    from those vectors."""
     import time
 
     from sourcepage.retrieval.index import build_index, index_params, index_size_bytes
@@ -163,31 +168,41 @@ def _build_here(st: Any, plan: list[tuple[str, Any]], settings: Any, tick: Any, 
         tick(label, 1, 1)
         t.add_row(
             escape(v),
-            m.name,
+            f"{m.name}: build from the vectors" if (v, m.name) in embedded else m.name,
             str(index_params(path)["chunks"]),
             f"{time.perf_counter() - t0:.2f}",
             f"{index_size_bytes(path) / 1024:.0f} KiB",
         )
 
 
-def _embed_in_workers(st: Any, plan: list[tuple[str, Any]], workers: int, tick: Any) -> None:
+def _embed_in_workers(
+    st: Any, plan: list[tuple[str, Any]], workers: int, tick: Any, t: Table
+) -> set[tuple[str, str]]:
     """Embed the chunks of each dense index of ``plan`` in ``workers`` processes of one
     thread each, into the store's embedding cache, before the builds read them: on 2 cores
     two one-thread workers outpace one process of two threads, whose threads wait on each
-    other when the machine is busy (README, "Speed")."""
+    other when the machine is busy (docs/speed.md). Each is a row of ``t`` of its own (the
+    chunks embedded now and the seconds), so that the dense build's row, which then reads
+    the cached vectors, is not read as the time to embed (issue 49: "dense 0.08 s"). Returns
+    the (version, method) pairs embedded so."""
+    import time
+
     from sourcepage.executor import ProcessPool
     from sourcepage.retrieval.index import embed_through
 
     dense = [(v, m) for v, m in plan if m.kind == "dense"]
     if workers <= 1 or not dense:
-        return
+        return set()
     with ProcessPool(workers) as pool:
         for v, m in dense:
+            t0 = time.perf_counter()
             m.spec.encoder(m).warm()  # a missing ONNX export is made here once, not in every worker
             label = f"{m.name} embeddings ({v} text, {workers} workers)"
             tick(label, 0, 0)
-            embed_through(pool, st, [v], m, progress=lambda d, n, label=label: tick(label, d, n))
+            n = embed_through(pool, st, [v], m, progress=lambda d, n, label=label: tick(label, d, n))
             tick(label, 1, 1)
+            t.add_row(escape(v), f"{m.name}: embed chunks", str(n), f"{time.perf_counter() - t0:.2f}", "")
+    return {(v, m.name) for v, m in dense}
 
 
 def _sentence_tables(st: Any, versions: list[str], tick: Any, table: Table, workers: int) -> None:
@@ -375,10 +390,12 @@ def search(
         sys.stdout.write(json.dumps(res, ensure_ascii=False, indent=2) + "\n")
         return
     out.print(_results_table(res, version, question, out.width))
+    folded_line(res)
     if unconfirmed_note(res):
         out.print(Text(unconfirmed_note(res), style="yellow"))
     _print_decision(res)
-    print_quotes(res)
+    if not reviewed_here(res):  # a reviewed question's answer is the reviewer's, not the draft
+        print_quotes(res)
     _print_passages(res)
 
 
@@ -386,8 +403,13 @@ def _print_decision(res: dict) -> None:
     """The decision with its reasons, a mixed-jurisdiction note, routing, the reviewer's
     desk and the timings of a search."""
     colour = {"answer": "green", "refuse": "red", "review": "yellow"}[res["decision"]]
+    reviewed = reviewed_here(res)
+    if reviewed:  # the reviewed answer is the answer; the system's decision follows as its own
+        desk_lines(res)
+        colour = "dim"
+    said = "the system's own decision, before the review" if reviewed else "decision"
     out.print(
-        f"[bold {colour}]decision: {res['decision']}[/] — " + escape(" ".join(res["reasons"])),
+        f"[bold {colour}]{said}: {res['decision']}[/] — " + escape(" ".join(res["reasons"])),
         highlight=False,
     )
     if len(res["jurisdictions"]) > 1:
@@ -399,7 +421,8 @@ def _print_decision(res: dict) -> None:
         )
     _routing_line(res)
     _cited_line(res)
-    _desk_lines(res)
+    if not reviewed:
+        desk_lines(res)
     tm = res.get("timings_ms")
     if tm:
         out.print(
@@ -425,36 +448,6 @@ def _print_passages(res: dict) -> None:
         if guessed_line(r):
             out.print(Text(guessed_line(r), style="yellow"))
         out.print(_highlight(r["passage"], [tuple(s) for s in r["highlights"]]))
-
-
-def _desk_lines(res: dict) -> None:
-    """What the reviewer's desk adds: a reviewed answer, or where the referral is followed."""
-    rv = res.get("reviewed")
-    if rv:
-        near = (
-            ""
-            if rv["match"] == "same question"
-            else f" to {rv['question']!r} (similarity {rv['similarity']:.2f})"
-        )
-        out.print(
-            Text(
-                f"reviewed answer{near}: {rv['decision']} by {rv['reviewer']} on {rv['decided_at'][:10]}",
-                style="bold green",
-            )
-        )
-        if rv["answer"]:
-            out.print(Text("  " + rv["answer"]))
-        if rv["pages"]:
-            out.print(Text("  sources: " + ", ".join(rv["pages"]), style="dim"))
-    elif res.get("referral"):
-        ref = res["referral"]
-        out.print(
-            Text(
-                f"referred to the reviewer's desk as question #{ref['id']} (serve it: {ref['url']};"
-                " `sourcepage desk` lists the queue)",
-                style="yellow",
-            )
-        )
 
 
 def _cited_line(res: dict) -> None:

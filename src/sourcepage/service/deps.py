@@ -12,6 +12,7 @@ dependencies, the templates, and the page and text helpers.
 from __future__ import annotations
 
 import importlib.util
+import re
 import threading
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -185,3 +186,50 @@ def segments(
             }
         )
     return out
+
+
+#: the longest passage a result card shows (its page view shows the whole page)
+CARD_CHARS = 600
+#: where a card's passage may end: a sentence's end (or a line's: a heading, a list item)
+_SENTENCE_END = re.compile(r"[.!?;:](?=[\s\"\u201d\u2019)]|$)|\n")
+
+
+def excerpt(
+    text: str, marks: list[tuple[int, int]], limit: int = CARD_CHARS
+) -> tuple[str, list[tuple[int, int]]]:
+    """At most ``limit`` characters of a passage, never cut inside a word: from its start,
+    or from the sentence of its first marked word when that would fall beyond the cut, to
+    the last sentence end (else word end) before the limit, with "…" where text was left
+    out; the marks moved to match."""
+    if len(text) <= limit:
+        return text, marks
+    start = 0
+    first = min((a for a, _ in marks), default=0)
+    if first > limit * 0.6:  # the question's first word would be cut off: start at its sentence
+        ends = [m.end() for m in _SENTENCE_END.finditer(text, 0, first)]
+        start = ends[-1] if ends else text.rfind(" ", 0, first) + 1
+        start += len(text[start:]) - len(text[start:].lstrip())
+    stop = start + limit
+    cut = len(text)
+    if stop < len(text):
+        ends = [m.end() for m in _SENTENCE_END.finditer(text, start + limit // 2, stop)]
+        cut = ends[-1] if ends else max(text.rfind(" ", start, stop), start + limit // 2)
+    head = "\u2026 " if start else ""
+    body = text[start:cut].rstrip()
+    tail = " \u2026" if cut < len(text) else ""
+    shift = len(head) - start
+    kept = [
+        (a + shift, min(b, start + len(body)) + shift)
+        for a, b in marks
+        if a >= start and a < start + len(body)
+    ]
+    return head + body + tail, kept
+
+
+def card_segments(card: dict[str, Any]) -> list[dict]:
+    """A result card's passage (``excerpt``) cut into ``segments`` with its question words."""
+    text, marks = excerpt(card["passage"], [(int(a), int(b)) for a, b in card.get("highlights", [])])
+    return segments(text, marks)
+
+
+TEMPLATES.env.filters["card_segments"] = card_segments
