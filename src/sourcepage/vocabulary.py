@@ -5,7 +5,8 @@
 - the question classes and the negative classes an answerability AUROC is computed
   against (``broad``: every non-answerable question; ``near_domain``: the unsupported
   ones; ``out_of_domain``: the off-topic ones);
-- the text versions (re-exported from :mod:`sourcepage.records`).
+- the text versions (re-exported from :mod:`sourcepage.records`);
+- the longest question (``MAX_QUESTION_CHARS``: the web API's, and every question file's).
 """
 
 from __future__ import annotations
@@ -19,12 +20,17 @@ __all__ = [
     "ANSWERABILITIES",
     "DOC_METRICS",
     "HEADLINE_METRICS",
+    "MAX_QUESTION_CHARS",
     "NEGATIVE_CLASSES",
     "NEGATIVES",
     "PAGE_METRICS",
     "TABLE_METRICS",
     "TEXT_VERSIONS",
 ]
+
+#: the longest question, in characters: what POST /search accepts, and so what a question
+#: file may hold (a 20 MB question kept ``calibrate`` busy for 15 minutes at 1.7 GB)
+MAX_QUESTION_CHARS = 500
 
 #: page metrics, over the evaluated ranks (any benchmark)
 PAGE_METRICS: tuple[str, ...] = (

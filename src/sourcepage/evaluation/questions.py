@@ -2,20 +2,27 @@
 
 A question set is the ground truth every metric rests on, so :func:`read_questions`
 never drops or repairs a question: it collects every problem in the file, each as
-``file:line: reason``, and raises one :class:`QuestionError` naming them all.
+``file:line: reason``, and raises one :class:`QuestionError` naming them all. It is the
+one validation of question files: ``eval``, ``calibrate``, ``judge``, ``sweep``, ``serve
+--questions`` and ``verify`` all read through it. Beyond the spec's fields it bounds what
+a file may hold: a question of at most ``MAX_QUESTION_CHARS`` (the web API's limit), ids
+of ``[A-Za-z0-9_.-]`` (they name files and TREC columns), no lone surrogate (it cannot be
+written as UTF-8), lines of at most ``MAX_LINE_CHARS``, and bytes that are not UTF-8
+named by line.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from sourcepage.evaluation.relevance import Qrels
-from sourcepage.jsonl import jsonl_lines
+from sourcepage.jsonl import LineDecodeError, jsonl_lines
 from sourcepage.records import Question, parse_page_id
-from sourcepage.vocabulary import ANSWERABILITIES
+from sourcepage.vocabulary import ANSWERABILITIES, MAX_QUESTION_CHARS
 
 __all__ = [
     "ANSWERABILITIES",
@@ -34,6 +41,12 @@ GRADES: tuple[int, ...] = (1, 2)
 REQUIRED: tuple[str, ...] = ("id", "question", "topic", "type", "answerability")
 _KNOWN = (*REQUIRED, "reference_answer", "answer_points", "evidence")
 _EVIDENCE_KNOWN = ("page", "grade", "excerpt")
+
+#: a question id: it names run files, TREC columns and URLs
+QUESTION_ID = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+#: the longest line read (evidence excerpts and answers included); longer is refused unparsed
+MAX_LINE_CHARS = 1_000_000
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: Key in ``Question.extra`` holding unknown keys of evidence items, page -> {key: value},
 #: so that they survive a round trip. A question-level field of this name is refused.
@@ -100,6 +113,16 @@ def _check_fields(obj: Mapping[str, Any]) -> list[str]:
             problems.append(f"missing required field {name!r}")
         elif not isinstance(obj[name], str) or not obj[name].strip():
             problems.append(f"field {name!r} must be a non-empty string, got {obj[name]!r}")
+    qid, text = obj.get("id"), obj.get("question")
+    if isinstance(qid, str) and qid.strip() and not QUESTION_ID.fullmatch(qid):
+        problems.append(f"bad id {qid[:120]!r}: letters, digits, '_', '.' and '-' only (1-100 of them)")
+    if isinstance(text, str) and len(text) > MAX_QUESTION_CHARS:
+        problems.append(
+            f"the question has {len(text)} characters (at most {MAX_QUESTION_CHARS}, as the web API)"
+        )
+    problems += [
+        f"field {where} holds a lone surrogate (not text: cannot be UTF-8)" for where in _surrogates(obj)
+    ]
     qtype, answerability = obj.get("type"), obj.get("answerability")
     # the spec fixes the types of answerable questions; negatives "may use direct", so a
     # held-out set that types them otherwise (e.g. "unsupported") is accepted, not rejected
@@ -121,6 +144,20 @@ def _check_fields(obj: Mapping[str, Any]) -> list[str]:
     if EVIDENCE_EXTRA in obj:
         problems.append(f"field name {EVIDENCE_EXTRA!r} is reserved")
     return problems
+
+
+def _surrogates(value: Any, where: str = "") -> list[str]:
+    """Where in a JSON value a string (or a key) holds a lone surrogate (``"\\ud800"``)."""
+    if isinstance(value, str):
+        return [where or "value"] if _SURROGATE.search(value) else []
+    if isinstance(value, dict):
+        out = [f"{where}.{k!a}" for k in value if _SURROGATE.search(k)]
+        for k, v in value.items():
+            out += _surrogates(v, f"{where}.{k}" if where else f"{k!r}")
+        return out
+    if isinstance(value, list):
+        return [w for i, v in enumerate(value) for w in _surrogates(v, f"{where}[{i}]")]
+    return []
 
 
 def _check_evidence_item(
@@ -231,14 +268,20 @@ def read_questions(path: str | Path, known_pages: set[str] | None = None) -> lis
         lines = [(n, line) for n, _, line in jsonl_lines(path)]
     except FileNotFoundError:
         raise QuestionError([f"{path}: no such file"]) from None
+    except LineDecodeError as e:
+        raise QuestionError(
+            [f"{path}:{e.lineno}: not UTF-8 ({e.reason} at byte {e.start + 1} of the line)"]
+        ) from None
     except (OSError, UnicodeDecodeError) as e:
-        why = f"not UTF-8 ({e.reason} at byte {e.start})" if isinstance(e, UnicodeDecodeError) else str(e)
-        raise QuestionError([f"{path}: cannot read the question set: {why}"]) from None
+        raise QuestionError([f"{path}: cannot read the question set: {e}"]) from None
     for lineno, line in lines:
         stripped = line.strip()
         if not stripped or stripped.startswith("//"):
             continue
         here = f"{path}:{lineno}"
+        if len(stripped) > MAX_LINE_CHARS:
+            problems.append(f"{here}: a line of {len(stripped)} characters (at most {MAX_LINE_CHARS})")
+            continue
         try:
             obj = json.loads(stripped)
         except json.JSONDecodeError as exc:

@@ -117,10 +117,12 @@ def corpus_fingerprint(corpus: Path) -> dict[str, str]:
 
 
 def _check_splits(dev: Path, test: Path | None) -> None:
-    """Dev and test must not share a question (by id or by text)."""
+    """Both question files are valid (read before anything is written or ingested), and
+    dev and test do not share a question (by id or by text)."""
+    a = read_questions(dev)
     if test is None:
         return
-    a, b = read_questions(dev), read_questions(test)
+    b = read_questions(test)
     ids = sorted({q.id for q in a} & {q.id for q in b})
     texts = sorted({q.question for q in a} & {q.question for q in b})
     if ids or texts:
