@@ -12,10 +12,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sourcepage.corpus.fields import ASSET_URL_KEY, check_asset_url
 from sourcepage.pipeline import DECISION_DEPTH, FEATURE_DEPTH, SearchService, one_blas_thread
+from sourcepage.response import SearchResponse
 from sourcepage.retrieval.filters import Filters
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher
@@ -91,7 +92,7 @@ def search(
     notify: Callable[[str], None] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     refer: bool = True,
-) -> dict[str, Any]:
+) -> SearchResponse:
     """Ranked source pages with provenance (``method`` None: ``default_method()``, measured
     on the dev splits), a support decision (spec §5) and, unless
     the decision is refuse, supporting quotes (passages) with citations (appended to
@@ -107,7 +108,7 @@ def search(
     from sourcepage.labels.referrals import attach
 
     out = service(store, version, build).search(question, method, k, filters, answer, log, notify, progress)
-    return attach(store, out) if refer else out
+    return cast(SearchResponse, attach(store, dict(out))) if refer else out
 
 
 def step_lines(stream: Any = None, every: float = 10.0) -> Callable[[str, int, int], None]:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from sourcepage.corpus.fields import ASSET_URL_KEY, asset_links, document_fields
 from sourcepage.corpus.structure import path_cites
 from sourcepage.query import PageHit, Query
 from sourcepage.records import Decision, Document, Hit, parse_page_id
+from sourcepage.response import Answer, Cited, Result, Routing, SearchResponse, Support, Timings
 from sourcepage.retrieval import duplicates
 from sourcepage.retrieval.filters import Filters, check_filters
 from sourcepage.retrieval.index import IndexMissing
@@ -194,7 +195,7 @@ class SearchService:
         notify: Callable[[str], None] | None = None,
         progress: Callable[[str, int, int], None] | None = None,
         ranked: Mapping[str, Sequence[Hit]] | None = None,
-    ) -> dict[str, Any]:
+    ) -> SearchResponse:
         """See ``api.search``: parse the question once, rank, decide and quote on typed
         records, and build the response dict only here, at the edge. ``ranked``: rankings
         already made on this searcher (method name → hits, at least as deep as the search
@@ -234,18 +235,12 @@ class SearchService:
                 ans = extract_answer(query, pages, decision.decision, texts=texts, cosines=cos, cands=cands)
                 ans, decision = self.decider.gate(query, ans, decision)
             decide_ms = (time.perf_counter() - t2) * 1000
-            out = self._response(query, m, k, filters, decision, cal, pages)
-            out["query_ms"] = round((time.perf_counter() - t0) * 1000, 3)
-            out["timings_ms"] = {
-                "load": round(load_ms, 3),
-                "rank": round(rank_ms, 3),
-                "decide": round(decide_ms, 3),
-            }
-            out["results"] = [p.as_dict() | self._fields(p.document) for p in pages]
+            timings = Timings(load=round(load_ms, 3), rank=round(rank_ms, 3), decide=round(decide_ms, 3))
+            out = self._response(query, m, k, filters, decision, cal, pages, timings, t0)
             if answer and ans is not None:
                 if log:
                     log_answer(self.path, question, m.name, decision.decision, ans)
-                out["answer"] = ans
+                out["answer"] = cast(Answer, ans)
             return out
 
     def _response(
@@ -257,28 +252,33 @@ class SearchService:
         decision: Decision,
         cal: tuple[Calibration, dict[str, float]] | None,
         pages: list[PageHit],
-    ) -> dict[str, Any]:
-        """The response's head (spec §5): what was asked and decided, before the timings,
-        the results and the answer."""
+        timings: Timings,
+        t0: float,
+    ) -> SearchResponse:
+        """The response (spec §5, ``response.SearchResponse``) without its answer: what was
+        asked and decided, the timings (``query_ms`` from ``t0``) and the results."""
         route = query.route
         assert route is not None  # Query.of routes
         f = dict(filters or {})
-        return {
-            "question": query.text,
-            "method": m.name,
-            "text_version": self.version,
-            "k": k,
-            "filters": f,
-            "decision": decision.decision,
-            "reasons": list(decision.reasons),
-            "support": self._support(cal),
-            "jurisdictions": sorted({p.document.jurisdiction for p in pages[:DECISION_DEPTH]}),
-            "routing": {
-                **route.as_dict(),
-                "applied": bool(route.jurisdictions) and "route" in _kinds(m) and "jurisdiction" not in f,
-            },
-            "cited": self._cited(query, pages),
-        }
+        return SearchResponse(
+            question=query.text,
+            method=m.name,
+            text_version=self.version,
+            k=k,
+            filters=f,
+            decision=cast(Any, decision.decision),
+            reasons=list(decision.reasons),
+            support=self._support(cal),
+            jurisdictions=sorted({p.document.jurisdiction for p in pages[:DECISION_DEPTH]}),
+            routing=Routing(
+                **route.as_dict(),  # type: ignore[typeddict-item]
+                applied=bool(route.jurisdictions) and "route" in _kinds(m) and "jurisdiction" not in f,
+            ),
+            cited=self._cited(query, pages),
+            query_ms=round((time.perf_counter() - t0) * 1000, 3),
+            timings_ms=timings,
+            results=[cast(Result, p.as_dict() | self._fields(p.document)) for p in pages],
+        )
 
     def _candidates(
         self, query: Query, pages: list[PageHit], f: dict[str, list[str]]
@@ -311,16 +311,16 @@ class SearchService:
             pending.exception()  # waits; an error is raised again where the vector is read
         return self.calibration(query, a, b)
 
-    def _cited(self, query: Query, pages: list[PageHit]) -> list[dict[str, Any]]:
+    def _cited(self, query: Query, pages: list[PageHit]) -> list[Cited]:
         """The provisions the question cites ("section 36", "Article 10") and the returned
         pages that stand under each (``sect:`` ranks them first; none: no heading searched
         is it)."""
         held = {p.page: self.searcher.section_paths(p.page) for p in pages} if query.cited else {}
         return [
-            {
-                "citation": f"{kind} {num}",
-                "pages": [p for p, paths in held.items() if any(path_cites(h, kind, num) for h in paths)],
-            }
+            Cited(
+                citation=f"{kind} {num}",
+                pages=[p for p, paths in held.items() if any(path_cites(h, kind, num) for h in paths)],
+            )
             for kind, num in query.cited
         ]
 
@@ -364,20 +364,20 @@ class SearchService:
 
         return cos
 
-    def _support(self, cal: tuple[Calibration, dict[str, float]] | None) -> dict[str, Any] | None:
+    def _support(self, cal: tuple[Calibration, dict[str, float]] | None) -> Support | None:
         """The response's ``support`` block (None without a usable policy)."""
         pol = self.policy
         if not cal or not pol:
             return None
         c, feats = cal
-        return {
-            "probability": round(c.probability, 6),
-            "t_refuse": c.t_refuse,
-            "t_answer": None if c.t_answer == float("inf") else c.t_answer,
-            "policy": f"{pol.pair} on {self.version}",
-            "origin": pol.origin,
-            "features": feats,
-        }
+        return Support(
+            probability=round(c.probability, 6),
+            t_refuse=c.t_refuse,
+            t_answer=None if c.t_answer == float("inf") else c.t_answer,
+            policy=f"{pol.pair} on {self.version}",
+            origin=pol.origin,
+            features=feats,
+        )
 
     def _page_text(self, page: str) -> str:
         """Raw text of a page (cached under its lock: grouping compares the same top pages

@@ -138,3 +138,22 @@ def test_a_quotes_chosen_sentences_are_emphasised_and_the_rest_escaped() -> None
     )
     plain = "Before &lt;b&gt;. The employer may remove it. After &amp; more."
     assert str(emphasise(text, [])) == str(emphasise(text, None)) == plain
+
+
+def test_search_answers_the_declared_response(client: TestClient) -> None:
+    """POST /search answers exactly ``response.SearchResponse`` (its keys, each hit's and
+    each quote's, validated by pydantic), and /openapi.json declares that schema."""
+    from pydantic import TypeAdapter
+
+    from sourcepage.response import Quote, Result, SearchResponse
+
+    body = client.post("/search", json={"question": LOCKBOX}).json()
+    TypeAdapter(SearchResponse).validate_python(body)
+    declared = SearchResponse.__required_keys__ | SearchResponse.__optional_keys__
+    assert SearchResponse.__required_keys__ <= set(body) <= declared
+    assert body["results"] and all(set(r) == set(Result.__annotations__) for r in body["results"])
+    assert all(set(q) == set(Quote.__annotations__) for q in body.get("answer", {}).get("quotes", []))
+    schema = client.get("/openapi.json").json()
+    ok = schema["paths"]["/search"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert ok["$ref"].endswith("/SearchResponse")
+    assert "guessed" in schema["components"]["schemas"]["Result"]["properties"]

@@ -23,6 +23,7 @@ from sourcepage import api
 from sourcepage.corpus.fields import NAMED_FIELDS, field_choices
 from sourcepage.labels import referrals
 from sourcepage.records import TEXT_VERSIONS, Document
+from sourcepage.response import SearchResponse
 from sourcepage.retrieval.filters import PAGE_KEYS, check_filters
 from sourcepage.retrieval.index import IndexMissing
 from sourcepage.retrieval.methods import METHOD_GRAMMAR, available_methods, default_method, parse_method
@@ -102,7 +103,7 @@ def run_search(
     "/search",
     tags=["search"],
     summary="Rank the source pages for a question (spec §5)",
-    response_model=dict[str, Any],
+    response_model=SearchResponse,
 )
 def search(request: Request, body: SearchBody, db: DB, store: StorePath) -> JSONResponse:
     if body.log:  # appending to answers.jsonl is a write
