@@ -42,8 +42,13 @@ FIELDS = ("question_id", "page", "grade", "excerpt", "note")
 
 
 def _questions(pool: str) -> list[dict]:
-    path = HERE / pool / "questions.jsonl"
-    return [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    """The pool's questions as their authors wrote them (``labels/L*.jsonl``, by id), so
+    that ``finish`` always starts from the authors' labels and can be run again."""
+    rows = []
+    for f in sorted((HERE / "labels").glob("L*.jsonl")):
+        if not f.name.endswith("-skipped.jsonl"):
+            rows += [json.loads(ln) for ln in f.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    return sorted((q for q in rows if q["pool"] == pool), key=lambda q: q["id"])
 
 
 def _page_key(page: str) -> tuple[str, int]:
@@ -89,7 +94,10 @@ def second_sample(pool: str) -> list[str]:
 def _judgments(pool: str) -> list[dict]:
     rows = []
     for f in sorted((HERE / pool / "judgments").glob("*.tsv")):
-        reviewer = f.stem
+        # adjudicator-<name>.tsv holds the adjudications of <name> (labels.judgments.ADJUDICATOR)
+        name = f.stem
+        adj = name.startswith("adjudicator-")
+        reviewer = "adjudicator:" + name.removeprefix("adjudicator-") if adj else name
         with f.open(encoding="utf-8", newline="") as fh:
             for i, r in enumerate(csv.DictReader(fh, delimiter="\t"), 2):
                 if set(FIELDS) - set(r):
@@ -131,8 +139,34 @@ def _replay(pool: str, db) -> dict[tuple[str, str], str]:  # noqa: ANN001 (a Lab
     return excerpts
 
 
+def frozen_split(pool: str, qs: list[dict]) -> dict[str, str]:
+    """Each question's split as ``build.py`` first drew it (``<pool>/splits.json``, written
+    once): an adjudicated change of class must not move a question between splits."""
+    from build import split
+
+    path = HERE / pool / "splits.json"
+    if not path.exists():
+        path.write_text(json.dumps(split(qs, 42), indent=0, sort_keys=True) + "\n", encoding="utf-8")
+    which = json.loads(path.read_text(encoding="utf-8"))
+    missing = sorted({q["id"] for q in qs} - set(which))
+    if missing:
+        sys.exit(f"{pool}: questions without a split: {missing[:5]}")
+    return which
+
+
+def _reclass(q: dict, rows: list[dict]) -> None:
+    """An adjudicator's ``class=answerable`` / ``class=unsupported`` note changes a question's class."""
+    for r in rows:
+        if r["question_id"] == q["id"] and r["reviewer"].startswith("adjudicator:"):
+            for cls in ("answerable", "unsupported"):
+                if f"class={cls}" in r["note"] and q["answerability"] != cls:
+                    q["answerability"] = cls
+                    q.setdefault("notes", "")
+                    q["notes"] = (q["notes"] + f" [adjudicated: {cls}: {r['note']}]").strip()
+
+
 def finish(pool: str) -> None:
-    from build import _write, split
+    from build import _write
 
     from sourcepage.labels.judgments import cohens_kappa, connect, disagreements, final_grades
 
@@ -148,10 +182,14 @@ def finish(pool: str) -> None:
         final, _ = final_grades(db, reviewer="first")
     print(json.dumps({"pool": pool, "kappa": kappa}, default=str, indent=1))
     qs = _questions(pool)
+    which = frozen_split(pool, qs)
+    rows = _judgments(pool)
     flagged = []
     for q in qs:
+        _reclass(q, rows)
         grades = {p: g for (qid, p), g in final.items() if qid == q["id"]}
         if q["answerability"] != "answerable":
+            q["evidence"] = []
             hits = sorted(p for p, g in grades.items() if g >= 1)
             if hits:
                 flagged.append(f"{q['id']} ({q['answerability']}): pages judged relevant {hits}")
@@ -165,7 +203,6 @@ def finish(pool: str) -> None:
     print(f"{len(open_pairs)} disagreements between first and second not adjudicated")
     for d in open_pairs:
         print("  ", d["question_id"], d["page"], "first", d["first"], "second", d[SECOND])
-    which = split(qs, 42)
     _write(HERE / pool / "questions.jsonl", qs)
     for name in ("train", "dev", "test"):
         sha = _write(HERE / pool / f"{name}.jsonl", [q for q in qs if which[q["id"]] == name])
