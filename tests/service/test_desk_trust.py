@@ -14,7 +14,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from fastapi.testclient import TestClient
+from typer.testing import CliRunner
 
+from sourcepage.cli import app as cli
 from sourcepage.labels import quotecheck, referrals
 from sourcepage.service.app import create_app
 from sourcepage.store.reviewers import add_reviewer
@@ -146,6 +148,13 @@ def test_the_reviewed_answer_is_the_answer_when_asked_again(client: TestClient, 
     assert 'class="card"' in again  # the fresh ranking still follows
     page = client.get("/view/loto_energy_control%23p3", params={"q": REFERRED}).text
     assert "Reviewed answer" in page and "Refer to a reviewer" not in page
+    cli_out = CliRunner().invoke(cli, ["search", REFERRED, "--store", str(fresh_store)], terminal_width=200)
+    said = " ".join(cli_out.output.split())
+    assert cli_out.exit_code == 0, cli_out.output
+    own = said.index("the system's own decision, before the review")
+    assert said.index("reviewed answer: answer by ada") < own
+    assert f"{answer} “{ON_P3}” sources: loto_energy_control#p3" in said
+    assert "draft quotes for the reviewer" not in said  # the old draft is not printed as an answer
 
 
 def test_a_page_view_review_after_the_session_ended_signs_in_and_comes_back(
