@@ -27,7 +27,9 @@ the others. Its workers are forked from a forkserver (a clean, single-threaded p
 started once per process), so a new worker costs tens of milliseconds.
 
 Every worker of either pool dies with the process that started it
-(:func:`die_with_parent`): a killed ``ingest --workers 2`` leaves no process behind.
+(:func:`die_with_parent`), and a program a worker runs (``tesseract``) dies with the
+worker (:func:`child_dies_with_parent`): a killed ``ingest --workers 2`` leaves no
+process behind, and neither does a worker stopped at its time limit.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import contextlib
 import ctypes
 import multiprocessing as mp
 import os
+import select
 import signal
 import threading
 import time
@@ -57,6 +60,7 @@ __all__ = [
     "LimitedPool",
     "ProcessPool",
     "RayExecutor",
+    "child_dies_with_parent",
     "die_with_parent",
     "make_executor",
 ]
@@ -242,28 +246,62 @@ def make_executor(spec: str | int | None = None) -> InProcess | ProcessPool | Ra
 # --------------------------------------------------------------------------- workers
 
 
-def die_with_parent(deathsig: bool = False) -> None:
-    """Make this worker process exit when its parent process dies.
+def _set_deathsig() -> None:
+    """Ask the kernel to SIGKILL this process when the thread that forked it ends
+    (``PR_SET_PDEATHSIG``, Linux; elsewhere nothing)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+
+
+def die_with_parent(deathsig: bool = False, owner: int | None = None) -> None:
+    """Make this worker process exit when its parent process dies, or ``owner`` (the
+    process that asked for it: a forkserver's worker outlives its client otherwise, and
+    the forkserver waits for its workers) does.
 
     A daemon thread checks every 0.2 s whether the process was re-parented (its parent
-    died) and then exits at once; with ``deathsig`` the kernel also sends SIGKILL on the
-    parent's death (``PR_SET_PDEATHSIG``, Linux; only for a parent that is
-    single-threaded, as the forkserver is, because the signal follows the parent
-    *thread*)."""
+    died) or the owner ended (a pidfd, so a reused PID cannot fool it) and then exits at
+    once; with ``deathsig`` the kernel also sends SIGKILL on the parent's death
+    (``PR_SET_PDEATHSIG``, Linux; only for a parent that is single-threaded, as the
+    forkserver is, because the signal follows the parent *thread*)."""
     parent = os.getppid()
     if deathsig:
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        _set_deathsig()
+    watched: list[int] = []
+    if owner is not None and owner != parent:
+        try:
+            watched.append(os.pidfd_open(owner))
+        except ProcessLookupError:
+            os._exit(1)
+        except (OSError, AttributeError):  # no pidfd here: the parent alone is watched
+            pass
 
     def watch() -> None:
         while True:
-            if os.getppid() != parent:
+            if os.getppid() != parent or (watched and select.select(watched, [], [], 0)[0]):
                 os._exit(1)
             time.sleep(0.2)
 
     if os.getppid() != parent:
         os._exit(1)
     threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
+
+
+def child_dies_with_parent() -> Callable[[], None]:
+    """A ``preexec_fn`` for ``subprocess``: the child (``tesseract``) is SIGKILLed when
+    this process ends, also by SIGKILL at a time limit, instead of living on under PID 1.
+    The prctl function is looked up here, before the fork; the child only calls it."""
+    parent = os.getpid()
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return lambda: None
+
+    def preexec() -> None:
+        prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the line above
+            os._exit(1)
+
+    return preexec
 
 
 def _address_space() -> int:
@@ -278,12 +316,13 @@ def _address_space() -> int:
     return 0
 
 
-def _limited_worker(conn: Connection, memory_bytes: int) -> None:
+def _limited_worker(conn: Connection, memory_bytes: int, owner: int) -> None:
     """A LimitedPool worker: jobs ``(fn, item)`` in, ``(kind, value)`` out, under RLIMIT_AS
-    set to what the worker holds at start plus ``memory_bytes``."""
+    set to what the worker holds at start plus ``memory_bytes``; it ends when the
+    forkserver or the pool's ``owner`` process does."""
     import resource
 
-    die_with_parent(deathsig=True)
+    die_with_parent(deathsig=True, owner=owner)
     limit = _address_space() + memory_bytes
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     while True:
@@ -316,7 +355,8 @@ _DIED = {signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SI
 class _Worker:
     def __init__(self, ctx: Any, limits: Limits):
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_limited_worker, args=(child, limits.memory_bytes), daemon=True)
+        args = (child, limits.memory_bytes, os.getpid())
+        self.process = ctx.Process(target=_limited_worker, args=args, daemon=True)
         self.process.start()
         child.close()
 

@@ -4,8 +4,9 @@ A page is OCR'd when it holds at least one image object and almost no text (fewe
 ``OCR_MAX_CHARS`` non-space characters): the text layer of such a page is at most a
 running header, so what a person reads there is in the image. OCR runs inside the
 extraction job, i.e. in a ``LimitedPool`` worker under the ingest limits (the
-``tesseract`` child inherits the worker's address-space limit and dies with it); each
-page has its own time limit too.
+``tesseract`` child inherits the worker's address-space limit and dies with it: the
+kernel SIGKILLs it when the worker ends, also when the worker is killed at its time limit,
+``executor.child_dies_with_parent``); each page has its own time limit too.
 
 ``tesseract`` is an external program, not a Python package: when it is absent the page
 keeps its (near-empty) text layer and ``ocr_pages`` returns a notice saying so, so a
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pypdfium2 as pdfium
+
+from sourcepage.executor import child_dies_with_parent
 
 #: a page with images and fewer non-space characters than this is read by OCR
 OCR_MAX_CHARS = 100
@@ -100,6 +103,7 @@ def ocr_page(page: pdfium.PdfPage, tesseract: str) -> OcrPage:
                 env=env,
                 timeout=OCR_PAGE_SECONDS,
                 check=False,
+                preexec_fn=child_dies_with_parent(),  # noqa: PLW1509 - only prctl runs in the child
             )
         except subprocess.TimeoutExpired as e:
             raise RuntimeError(f"tesseract took over {OCR_PAGE_SECONDS:g} s") from e
