@@ -30,7 +30,13 @@ CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 QUESTION = "hearing protection and who may remove a lock"
-ANSWER = "Each employee removes only the lock they applied."
+ANSWER = (
+    "Hearing protection must be available on request from 80 dB(A) and worn in the marked zone from"
+    " 85 dB(A); a lock is removed only by the employee who applied it."
+)
+#: the lock half of the question: on this page, which the draft does not quote
+LOCK_PAGE = "loto_energy_control#p3"
+LOCK_QUOTE = "Each lock is removed by the employee who applied it."
 
 pytestmark = [
     pytest.mark.skipif(
@@ -112,7 +118,8 @@ def test_the_desk_walk_in_chromium(served: tuple[str, str], width: int) -> None:
     assert res["decision"] == "review"
     rid = res["referral"]["id"]
     draft = res["answer"]["quotes"][0]
-    wrong = next(p for p in [r["page"] for r in res["results"][:5]] if p != draft["page"])
+    shown = [r["page"] for r in res["results"][:5]]
+    assert LOCK_PAGE in shown and draft["page"] != LOCK_PAGE
     viewport = {"width": width, "height": 900 if width > 600 else 844}
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
@@ -135,23 +142,24 @@ def test_the_desk_walk_in_chromium(served: tuple[str, str], width: int) -> None:
             rev.locator("aside.draft-beside").scroll_into_view_if_needed()
             _shot(rev, "desk-case", width, full=False)
 
-            # the draft's first quote copied, a wrong page ticked: refused in the form
+            # the draft's first quote copied, only the lock page ticked: refused in the form
             rev.check("input[name=decision][value=answer]")
             rev.locator("aside.draft-beside button[data-copy-to=quotes]").first.click()
             assert rev.input_value("textarea[name=quotes]") == draft["text"]
             rev.fill("textarea[name=answer]", ANSWER)
-            rev.check(f"input[name=pages][value='{wrong}']")
+            rev.check(f"input[name=pages][value='{LOCK_PAGE}']")
             rev.click("section.case-form button[type=submit]")
             rev.wait_for_selector("p.form-error")
             error = rev.inner_text("p.form-error")
-            assert "is not on an accepted page" in error and wrong in error
+            assert f"is not on an accepted page ({LOCK_PAGE}): it is on {draft['page']}" in error
             assert rev.input_value("textarea[name=answer]") == ANSWER  # kept
             rev.locator("p.form-error").scroll_into_view_if_needed()
             _shot(rev, "desk-quote-refused", width, full=False)
 
-            # the quote's page ticked, the wrong one not; the session ends before it is sent
-            rev.uncheck(f"input[name=pages][value='{wrong}']")
+            # the quote's page ticked too, the lock sentence quoted; the session ends before it is sent
             rev.check(f"input[name=pages][value='{draft['page']}']")
+            quotes = draft["text"] + "\n" + LOCK_QUOTE
+            rev.fill("textarea[name=quotes]", quotes)
             _sign_out_elsewhere(ctx, base)
             rev.click("section.case-form button[type=submit]")
             rev.wait_for_selector("input[name=token]")
@@ -159,9 +167,9 @@ def test_the_desk_walk_in_chromium(served: tuple[str, str], width: int) -> None:
             _sign_in(rev, token)
             rev.wait_for_selector("form[data-restored='1']")
             assert rev.input_value("textarea[name=answer]") == ANSWER
-            assert rev.input_value("textarea[name=quotes]") == draft["text"]
+            assert rev.input_value("textarea[name=quotes]") == quotes
             assert rev.is_checked(f"input[name=pages][value='{draft['page']}']")
-            assert not rev.is_checked(f"input[name=pages][value='{wrong}']")
+            assert rev.is_checked(f"input[name=pages][value='{LOCK_PAGE}']")
             rev.click("section.case-form button[type=submit]")
             rev.wait_for_selector("[data-status=decided]")
             _shot(rev, "desk-answered", width, full=False)
@@ -179,7 +187,8 @@ def test_the_desk_walk_in_chromium(served: tuple[str, str], width: int) -> None:
         finally:
             browser.close()
     got = httpx.get(f"{base}/referrals/{rid}").json()["decision"]
-    assert got["pages"] == [draft["page"]] and got["quotes"] == [draft["text"]] and got["reviewer"] == "ada"
+    assert sorted(got["pages"]) == sorted([draft["page"], LOCK_PAGE]) and got["reviewer"] == "ada"
+    assert got["quotes"] == [draft["text"], LOCK_QUOTE]
 
 
 def test_the_page_view_form_survives_a_sign_in_in_chromium(served: tuple[str, str]) -> None:
