@@ -13,7 +13,9 @@ Rules, in the order :class:`Guard` (an ASGI middleware) and the routes apply the
    ``"log": true``) needs a reviewer: ``Authorization: Bearer <token>`` (a token from
    ``sourcepage reviewer add NAME``), or the session cookie of a sign-in at ``/login``
    together with its CSRF token (the ``csrf`` form field, or the ``X-CSRF-Token``
-   header). The reviewer named in a write must be the one signed in. Without one: 401.
+   header). The reviewer named in a write must be the one signed in. Without one: 401; a
+   browser's form posted without one is sent to sign in and back to its page with
+   ``restore=1`` (app.js puts back what was typed: the session may have ended meanwhile).
 4. **Reads** are open on a loopback bind; with ``serve --public`` every page and
    endpoint except ``/login``, ``/health`` and static files needs a reviewer too.
 
