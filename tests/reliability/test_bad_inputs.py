@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -159,8 +160,9 @@ def _manifest_case(corpus: Path, case: str) -> str:
             w.writeheader()
             w.writerows(rows)
 
-    if case == "missing-manifest":
+    if case == "missing-manifest":  # and no PDF to draft one from (test_pdfs_without_manifest_draft_and_stop)
         path.unlink()
+        shutil.rmtree(corpus / "pdf")
         return "manifest.csv: manifest.csv not found"
     if case == "missing-column":
         write(rows, [c for c in cols if c != "title"])
@@ -247,6 +249,15 @@ def _one_line_error(res) -> str:
     assert res.exit_code == 2, (res.exit_code, res.output)
     assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
     return lines[0]
+
+
+def test_pdfs_without_manifest_draft_and_stop(fresh_corpus: Path, tmp_path: Path) -> None:
+    """A folder of PDFs without manifest.csv: a draft is written, nothing ingested (exit 1)."""
+    (fresh_corpus / "manifest.csv").unlink()
+    store = tmp_path / "store"
+    res = CliRunner().invoke(cli, ["ingest", "--corpus", str(fresh_corpus), "--store", str(store)])
+    assert res.exit_code == 1 and "--accept-draft" in res.stderr, res.output
+    assert (fresh_corpus / "manifest.csv").is_file() and not store.exists()
 
 
 @pytest.mark.parametrize("case", MANIFEST_CASES)

@@ -1,19 +1,99 @@
-"""The store's documents and the service's health: ``GET /documents``, ``GET /health``."""
+"""The store's documents and the service's health: ``GET /documents`` (every document with
+its provenance, page count, audit flags and guessed fields: ``corpus.library``), the
+``/library`` page listing them, ``GET /health``. Read only: no route here writes."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, ConfigDict, Field
 
-from sourcepage.service.deps import DB, Corpus
+from sourcepage.corpus.library import AUDIT_LABELS, LIBRARY_FILTERS, choices, library, matching
+from sourcepage.service.deps import DB, TEMPLATES, Corpus
 
 router = APIRouter()
 
 
-@router.get("/documents", tags=["store"], summary="The store's documents (manifest rows)")
-def documents(db: DB) -> list[dict[str, str]]:
-    return [d.as_dict() for d in db.documents()]
+class DocumentAudit(BaseModel):
+    """Pages of a document with each audit flag (automated risk indicators, not labels)."""
+
+    ocr_pages: int = Field(description="pages read by OCR (scanned)")
+    column_risk_pages: int = Field(description="pages whose text may run two columns together")
+    low_text_pages: int = Field(description="pages with under 100 characters of text")
+    sparse_text_pages: int = Field(description="pages with under 300 characters of text")
+    image_pages: int = Field(description="pages holding images")
+    contents_pages: int = Field(description="tables of contents")
+
+
+class LibraryDocument(BaseModel):
+    """One document: its manifest row (the fourteen columns and any extra ones, as before),
+    then what the store knows of it."""
+
+    model_config = ConfigDict(extra="allow")  # the manifest's extra columns, by name
+
+    doc_id: str
+    file: str
+    title: str
+    topic: str
+    authority: str
+    jurisdiction: str
+    year: str
+    doc_type: str
+    role: str
+    source_url: str
+    sha256: str
+    pages: str = Field(description="the manifest's page count, as written there")
+    license: str
+    found_in: str
+    page_count: int = Field(description="pages in the store")
+    version: int = Field(description="1, then one more for each new edition ingested")
+    ingested_at: str = Field(description="when this version was ingested (UTC, ISO 8601)")
+    guessed: list[str] = Field(description="fields guessed from the text by a drafted manifest")
+    fields: dict[str, list[str]] = Field(description="the extra columns as lists")
+    audit: DocumentAudit
+    first_page: str = Field(description="the page id of its first page (the page view)")
+
+
+@router.get(
+    "/documents",
+    tags=["store"],
+    summary="The store's documents: provenance, pages, audit flags, guessed fields",
+    response_model=list[LibraryDocument],
+)
+def documents(db: DB) -> list[dict[str, Any]]:
+    return library(db)
+
+
+Filter = Annotated[str, Query(max_length=200)]
+
+
+@router.get("/library", response_class=HTMLResponse, include_in_schema=False)
+def library_page(
+    request: Request,
+    db: DB,
+    jurisdiction: Filter = "",
+    topic: Filter = "",
+    authority: Filter = "",
+    doc_type: Filter = "",
+) -> HTMLResponse:
+    """Every document with its provenance, filterable by jurisdiction, topic, authority and type."""
+    entries = library(db)
+    wanted = {"jurisdiction": jurisdiction, "topic": topic, "authority": authority, "doc_type": doc_type}
+    shown = matching(entries, wanted)
+    return TEMPLATES.TemplateResponse(
+        request,
+        "library.html",
+        {
+            "docs": shown,
+            "total": len(entries),
+            "pages": sum(e["page_count"] for e in shown),
+            "wanted": wanted,
+            "menus": {name: choices(entries, name) for name in LIBRARY_FILTERS},
+            "audit_labels": AUDIT_LABELS,
+        },
+    )
 
 
 @router.get("/health", tags=["store"], summary="Liveness, readiness and what is served")
