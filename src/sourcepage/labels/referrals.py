@@ -29,7 +29,7 @@ from typing import Any
 
 from sourcepage.labels.reviews import Review, from_label, record
 from sourcepage.retrieval.tokenize import content_terms, stem_terms
-from sourcepage.store.labels import ACTOR_SYSTEM, LabelLog, normalise_question
+from sourcepage.store.labels import ACTOR_SYSTEM, Label, LabelLog, normalise_question
 
 #: Jaccard similarity of stemmed content terms at or above which two questions (with the
 #: same filters and routed jurisdictions) are the same question. On the dev splits no two
@@ -146,8 +146,72 @@ def referrals(store: str | Path | LabelLog) -> list[Referral]:
         return list(_assemble(log).values())
 
 
+def _built(log: LabelLog, rows: list[Label]) -> list[Referral]:
+    """Referrals from their rows, with their asks and decisions read by index (the rows'
+    numbers only: never the whole log)."""
+    refs = [Referral(x.seq, x.subject, x.created_at, x.body) for x in rows]
+    decisions = {}
+    for x in log.deciding(r.id for r in refs):
+        decisions[int(x.body["referral"])] = from_label(x)
+    for r in refs:
+        r.asks = [a.created_at for a in log.labels("ask", str(r.id))]
+        r.decision = decisions.get(r.id)
+    return refs
+
+
+def _one(log: LabelLog, referral_id: int) -> Referral | None:
+    found = _built(log, log.labels("referral", seqs=[referral_id]))
+    return found[0] if found else None
+
+
 def get(store: str | Path, referral_id: int) -> Referral | None:
-    return next((r for r in referrals(store) if r.id == referral_id), None)
+    """One referral with its asks and decision (indexed reads, read-only)."""
+    reader = LabelLog.reader(store)
+    if reader is None:
+        return None
+    with reader as log:
+        return _one(log, referral_id)
+
+
+#: the largest page of the queue
+MAX_PAGE = 500
+
+
+def page(
+    store: str | Path,
+    status: str | None = None,
+    jurisdiction: str | None = None,
+    topic: str | None = None,
+    limit: int = 50,
+    after: int = 0,
+) -> tuple[list[Referral], dict[str, int], int | None]:
+    """One page of the queue (oldest first, numbers above ``after``, at most ``limit``),
+    the counts by status of the referrals matching the jurisdiction and topic, and the
+    ``after`` of the next page (None: this is the last). Indexed reads only."""
+    if status is not None and status not in STATUSES:
+        raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
+    if not 1 <= limit <= MAX_PAGE:
+        raise ValueError(f"limit must be from 1 to {MAX_PAGE}, got {limit}")
+    reader = LabelLog.reader(store)
+    if reader is None:
+        return [], dict.fromkeys(STATUSES, 0), None
+    tags = [f"{name}:{value}" for name, value in (("jurisdiction", jurisdiction), ("topic", topic)) if value]
+    decided = None if status is None else status == "decided"
+    with reader as log:
+        rows = log.referral_page(decided, tags, after, limit + 1)
+        refs = _built(log, rows[:limit])
+        counts = log.referral_counts(tags)
+    more = len(rows) > limit
+    return refs, counts, (refs[-1].id if more else None)
+
+
+def facets(store: str | Path) -> dict[str, list[str]]:
+    """The jurisdictions and topics the referrals name (the desk's filter menus)."""
+    reader = LabelLog.reader(store)
+    if reader is None:
+        return {"jurisdictions": [], "topics": []}
+    with reader as log:
+        return {"jurisdictions": log.tags("jurisdiction:"), "topics": log.tags("topic:")}
 
 
 def _decided(log: LabelLog) -> dict[int, Review]:
@@ -167,8 +231,9 @@ def refer(store: str | Path, result: Mapping[str, Any]) -> Referral:
         raise ValueError(f"only a search decided review is referred, not {result.get('decision')!r}")
     key = referral_key(result["question"], result.get("filters"))
     with LabelLog(store) as log, log.transaction():
-        decided = _decided(log)
-        open_ = [x for x in log.labels("referral", key) if x.seq not in decided]
+        same = log.labels("referral", key)
+        decided = {int(x.body["referral"]) for x in log.deciding(x.seq for x in same)}
+        open_ = [x for x in same if x.seq not in decided]
         if open_:
             x = open_[0]
             ref = Referral(x.seq, x.subject, x.created_at, x.body)
@@ -214,7 +279,7 @@ def decide(
     """Record a reviewer's decision on a referral (a review naming it). KeyError: no such
     referral; ValueError: every problem with the decision."""
     with LabelLog(store) as log, log.transaction():
-        ref = _assemble(log).get(referral_id)
+        ref = _one(log, referral_id)
         if ref is None:
             raise KeyError(referral_id)
         topics = ref.shown.get("topics", [])
@@ -293,8 +358,9 @@ def open_referral(store: str | Path, result: Mapping[str, Any]) -> Referral | No
         return None
     key = referral_key(result["question"], result.get("filters"))
     with reader as log:
-        decided = _decided(log)
-        x = next((x for x in log.labels("referral", key) if x.seq not in decided), None)
+        same = log.labels("referral", key)
+        decided = {int(x.body["referral"]) for x in log.deciding(x.seq for x in same)}
+        x = next((x for x in same if x.seq not in decided), None)
     return None if x is None else Referral(x.seq, x.subject, x.created_at, x.body)
 
 

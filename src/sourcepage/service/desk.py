@@ -118,9 +118,11 @@ def get_referrals(
     status: Status | None = None,
     jurisdiction: Annotated[str | None, Query(max_length=100)] = None,
     topic: Annotated[str | None, Query(max_length=100)] = None,
+    limit: Annotated[int, Query(ge=1, le=referrals.MAX_PAGE, description="Referrals on a page.")] = 100,
+    after: Annotated[int, Query(ge=0, description="The last number of the previous page.")] = 0,
 ) -> dict[str, Any]:
-    picked, counts = referrals.queue(referrals.referrals(store), status, jurisdiction, topic)
-    return {"referrals": [r.as_dict() for r in picked], "counts": counts}
+    picked, counts, more = referrals.page(store, status, jurisdiction, topic, limit, after)
+    return {"referrals": [r.as_dict() for r in picked], "counts": counts, "next_after": more}
 
 
 @router.get("/referrals/{rid}", tags=["desk"], summary="One referral: status, and once decided the answer")
@@ -201,6 +203,10 @@ def _sign_in_first(request: Request) -> RedirectResponse | None:
     return RedirectResponse("/login?" + urlencode({"next": target}), status_code=303)
 
 
+#: referrals on a page of /desk
+DESK_PAGE = 50
+
+
 @router.get("/desk", response_class=HTMLResponse, include_in_schema=False)
 def desk(request: Request, store: StorePath) -> Response:
     gate = _sign_in_first(request)
@@ -209,17 +215,19 @@ def desk(request: Request, store: StorePath) -> Response:
     qp = request.query_params
     status = qp.get("status", "pending")
     status = status if status in referrals.STATUSES else None
-    jurisdiction, topic = qp.get("jurisdiction") or None, qp.get("topic") or None
-    every = referrals.referrals(store)
-    picked, counts = referrals.queue(every, status, jurisdiction, topic)
+    jurisdiction, topic = qp.get("jurisdiction", "")[:100] or None, qp.get("topic", "")[:100] or None
+    a = qp.get("after", "")
+    after = int(a) if a.isascii() and a.isdigit() and len(a) <= 18 else 0
+    picked, counts, more = referrals.page(store, status, jurisdiction, topic, DESK_PAGE, after)
+    filters = {"status": status or "all", "jurisdiction": jurisdiction or "", "topic": topic or ""}
     ctx = {
         "refs": picked,
         "counts": counts,
         "status": status or "",
         "jurisdiction": jurisdiction or "",
         "topic": topic or "",
-        "jurisdictions": sorted({j for r in every for j in r.shown.get("jurisdictions", [])}),
-        "topics": sorted({t for r in every for t in r.shown.get("topics", [])}),
+        **referrals.facets(store),
+        "next": urlencode({**filters, "after": more}) if more else "",
     }
     return TEMPLATES.TemplateResponse(request, "desk.html", ctx)
 

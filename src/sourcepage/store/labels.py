@@ -59,6 +59,42 @@ CREATE TRIGGER IF NOT EXISTS labels_no_delete BEFORE DELETE ON labels
   BEGIN SELECT RAISE(ABORT, 'the label log is append-only: record a new label instead'); END;
 """
 
+#: the indexes the desk reads by (issue 51: every read scanned the whole log). Created and
+#: filled for the rows already there in one transaction, then kept by triggers:
+#: ``label_seq``: each row's number among its kind (the number people see);
+#: ``label_tags``: a referral's jurisdictions and topics ('jurisdiction:UK', 'topic:loto');
+#: ``labels_review_referral``: the reviews that decide a referral, by its number.
+_INDEXES = """
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS label_seq (
+  id INTEGER PRIMARY KEY, kind TEXT NOT NULL, seq INTEGER NOT NULL, UNIQUE (kind, seq));
+CREATE TRIGGER IF NOT EXISTS label_seq_on_insert AFTER INSERT ON labels BEGIN
+  INSERT INTO label_seq (id, kind, seq) VALUES (NEW.id, NEW.kind,
+    COALESCE((SELECT MAX(seq) FROM label_seq WHERE kind = NEW.kind), 0) + 1); END;
+INSERT OR IGNORE INTO label_seq (id, kind, seq)
+  SELECT id, kind, ROW_NUMBER() OVER (PARTITION BY kind ORDER BY id) FROM labels
+  WHERE NOT EXISTS (SELECT 1 FROM labels_meta WHERE key = 'indexed:seq');
+CREATE TABLE IF NOT EXISTS label_tags (tag TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (tag, id))
+  WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS label_tags_on_insert AFTER INSERT ON labels WHEN NEW.kind = 'referral' BEGIN
+  INSERT OR IGNORE INTO label_tags SELECT 'jurisdiction:' || value, NEW.id
+    FROM json_each(NEW.body, '$.jurisdictions');
+  INSERT OR IGNORE INTO label_tags SELECT 'topic:' || value, NEW.id FROM json_each(NEW.body, '$.topics'); END;
+INSERT OR IGNORE INTO label_tags SELECT 'jurisdiction:' || j.value, l.id
+  FROM labels l, json_each(l.body, '$.jurisdictions') j
+  WHERE l.kind = 'referral' AND NOT EXISTS (SELECT 1 FROM labels_meta WHERE key = 'indexed:seq');
+INSERT OR IGNORE INTO label_tags SELECT 'topic:' || t.value, l.id
+  FROM labels l, json_each(l.body, '$.topics') t
+  WHERE l.kind = 'referral' AND NOT EXISTS (SELECT 1 FROM labels_meta WHERE key = 'indexed:seq');
+CREATE INDEX IF NOT EXISTS labels_review_referral ON labels (json_extract(body, '$.referral'), id)
+  WHERE kind = 'review';
+INSERT OR IGNORE INTO labels_meta VALUES ('indexed:seq', '1');
+COMMIT;
+"""
+#: a label row with its number among its kind (``l``: labels, ``s``: label_seq)
+_ROW = "l.id, l.kind, l.subject, l.actor, l.body, l.created_at, s.seq"
+_FROM = "labels l JOIN label_seq s ON s.id = l.id"
+
 #: the files of older stores, their table, and how a row becomes (kind, subject, actor, body)
 _LEGACY = {
     "judgments": (
@@ -147,6 +183,8 @@ class LabelLog:
             self.conn.execute("PRAGMA synchronous=NORMAL")
             with self.conn:
                 self.conn.executescript(_SCHEMA)
+            if not self._indexed():
+                self.conn.executescript(_INDEXES)
             self._import_legacy()
         except BaseException:
             self.conn.close()
@@ -157,7 +195,20 @@ class LabelLog:
         """The log of ``store`` opened read-only, or None when it has none yet (a read
         never creates it)."""
         path = log_path(store)
-        return cls(path, readonly=True) if path.is_file() else None
+        if not path.is_file():
+            return None
+        log = cls(path, readonly=True)
+        if not log._indexed():  # a log of an older version: indexed once, then read
+            log.close()
+            cls(path).close()
+            log = cls(path, readonly=True)
+        return log
+
+    def _indexed(self) -> bool:
+        try:
+            return bool(self.conn.execute("SELECT 1 FROM labels_meta WHERE key = 'indexed:seq'").fetchone())
+        except sqlite3.OperationalError:  # no labels_meta: not a label log yet
+            return False
 
     @classmethod
     def read(cls, store: str | Path) -> LabelLog:
@@ -172,6 +223,7 @@ class LabelLog:
         empty.path, empty.readonly = Path(":memory:"), True
         empty.conn = sqlite3.connect(":memory:", check_same_thread=False)
         empty.conn.executescript(_SCHEMA)
+        empty.conn.executescript(_INDEXES)
         return empty
 
     def __enter__(self) -> LabelLog:
@@ -216,9 +268,7 @@ class LabelLog:
             (kind, subject, actor, text, when),
         )
         rid = int(cur.lastrowid or 0)
-        (seq,) = self.conn.execute(
-            "SELECT COUNT(*) FROM labels WHERE kind = ? AND id <= ?", (kind, rid)
-        ).fetchone()
+        (seq,) = self.conn.execute("SELECT seq FROM label_seq WHERE id = ?", (rid,)).fetchone()
         return Label(rid, kind, subject, actor, json.loads(text), when, int(seq))
 
     # ---------------------------------------------------------------- reading
@@ -232,23 +282,87 @@ class LabelLog:
     ) -> list[Label]:
         """Labels oldest first, optionally of one kind / subject / actor, after an id, or
         with the given numbers among their kind (``seqs``)."""
-        sql = (
-            "SELECT id, kind, subject, actor, body, created_at, seq FROM (SELECT *, ROW_NUMBER() OVER"
-            " (PARTITION BY kind ORDER BY id) AS seq FROM labels{}) WHERE id > ?"
-        )
-        inner, args = ("", []) if kind is None else (" WHERE kind = ?", [kind])
-        sql = sql.format(inner)
-        args.append(after)
-        for col, val in (("subject", subject), ("actor", actor)):
+        sql = f"SELECT {_ROW} FROM {_FROM} WHERE l.id > ?"
+        args: list[Any] = [after]
+        for col, val in (("l.kind", kind), ("l.subject", subject), ("l.actor", actor)):
             if val is not None:
                 sql += f" AND {col} = ?"
                 args.append(val)
         if seqs is not None:
             wanted = sorted({int(n) for n in seqs})
-            sql += f" AND seq IN ({', '.join('?' * len(wanted))})"
+            sql += f" AND s.seq IN ({', '.join('?' * len(wanted))})"
             args += wanted
-        rows = self.conn.execute(sql + " ORDER BY id", args).fetchall()
+        return self._labels(sql + " ORDER BY l.id", args)
+
+    def _labels(self, sql: str, args: Iterable[Any]) -> list[Label]:
+        rows = self.conn.execute(sql, list(args)).fetchall()
         return [Label(i, k, s, a, json.loads(b), c, q) for i, k, s, a, b, c, q in rows]
+
+    # ---------------------------------------------------------------- the desk's reads
+    def deciding(self, numbers: Iterable[int]) -> list[Label]:
+        """The reviews that name one of these referral numbers, oldest first (indexed)."""
+        wanted = sorted({int(n) for n in numbers})
+        out: list[Label] = []
+        for i in range(0, len(wanted), 500):
+            part = wanted[i : i + 500]
+            sql = (
+                f"SELECT {_ROW} FROM {_FROM} WHERE l.kind = 'review'"
+                f" AND json_extract(l.body, '$.referral') IN ({', '.join('?' * len(part))})"
+            )
+            out += self._labels(sql, part)
+        return sorted(out, key=lambda x: x.id)
+
+    def _where(self, decided: bool | None, tags: Iterable[str]) -> tuple[str, list[Any]]:
+        """The WHERE of a referral listing: decided or not (None: both), and each tag."""
+        sql, args = "l.kind = 'referral'", []
+        for tag in tags:
+            sql += " AND EXISTS (SELECT 1 FROM label_tags t WHERE t.tag = ? AND t.id = l.id)"
+            args.append(tag)
+        if decided is not None:
+            sql += (
+                f" AND {'' if decided else 'NOT '}EXISTS (SELECT 1 FROM labels r WHERE r.kind = 'review'"
+                " AND json_extract(r.body, '$.referral') = s.seq)"
+            )
+        return sql, args
+
+    def referral_page(
+        self, decided: bool | None = None, tags: Iterable[str] = (), after: int = 0, limit: int = 50
+    ) -> list[Label]:
+        """Referrals numbered above ``after``, oldest first, at most ``limit``: decided or
+        not (None: both), holding every tag ('jurisdiction:UK', 'topic:loto')."""
+        where, args = self._where(decided, list(tags))
+        sql = f"SELECT {_ROW} FROM {_FROM} WHERE {where} AND s.seq > ? ORDER BY s.seq LIMIT ?"
+        return self._labels(sql, [*args, after, limit])
+
+    def referral_counts(self, tags: Iterable[str] = ()) -> dict[str, int]:
+        """How many referrals (holding every tag) are pending and decided."""
+        tags = list(tags)
+        if not tags:  # two index counts, whatever the size of the log
+            (total,) = self.conn.execute("SELECT COUNT(*) FROM label_seq WHERE kind = 'referral'").fetchone()
+            (decided,) = self.conn.execute(
+                "SELECT COUNT(DISTINCT json_extract(body, '$.referral')) FROM labels"
+                " WHERE kind = 'review' AND json_extract(body, '$.referral') IS NOT NULL"
+            ).fetchone()
+        else:
+            where, args = self._where(None, tags)
+            (total,) = self.conn.execute(f"SELECT COUNT(*) FROM {_FROM} WHERE {where}", args).fetchone()
+            where, args = self._where(True, tags)
+            (decided,) = self.conn.execute(f"SELECT COUNT(*) FROM {_FROM} WHERE {where}", args).fetchone()
+        return {"pending": int(total) - int(decided), "decided": int(decided)}
+
+    def tags(self, prefix: str) -> list[str]:
+        """The distinct tags starting with ``prefix`` (a skip scan of the tag index: one
+        lookup per distinct value, not per referral)."""
+        out: list[str] = []
+        last = prefix
+        while True:
+            (tag,) = self.conn.execute(
+                "SELECT MIN(tag) FROM label_tags WHERE tag > ? AND tag < ?", (last, prefix + "\U0010ffff")
+            ).fetchone()
+            if tag is None or not tag.startswith(prefix):
+                return out
+            out.append(tag[len(prefix) :])
+            last = tag
 
     # ---------------------------------------------------------------- older stores
     def _import_legacy(self) -> None:
