@@ -327,28 +327,33 @@ def test_search_table_keeps_the_title_beside_a_long_authority() -> None:
         assert ("Australian Safety" in text) == (width == 160)
 
 
-def test_piped_quotes_hold_only_the_chosen_sentences(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sourcepage.cli._common import out
-    from sourcepage.cli.quotes import chosen, print_quotes
+def test_piped_quotes_are_whole_with_the_stating_sentence_marked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 49: a quote is printed whole (the NSW stand-by person sentence was a neighbour
+    elided with "…"), the sentence judged to state the answer between ** in a pipe, bold and
+    underlined on a terminal."""
+    import io
 
-    text = "Context before. The chosen one says it. More context. A second chosen one."
-    a = text.index("The chosen")
-    b = text.index(" More")
-    c = text.index("A second")
-    assert chosen(text, [(a, b)]) == "… The chosen one says it. …"
-    assert chosen(text, [(c, len(text)), (a, b)]) == "… The chosen one says it. … A second chosen one."
-    assert chosen(text, [(0, len(text))]) == text
-    res = {
-        "answer": {
-            "status": "answer",
-            "quotes": [{"text": text, "citation": "[doc p. 3]", "spans": [[a, b]]}],
-        }
-    }
+    from rich.console import Console
+
+    from sourcepage.cli._common import out
+    from sourcepage.cli.quotes import print_quotes, quote_line
+
+    text = "Context before. The chosen one says it. More context states it. A second chosen one."
+    a, b = text.index("The chosen"), text.index(" More")
+    s, e = text.index("More"), text.index(" A second")
+    quote = {"text": text, "citation": "[doc p. 3]", "spans": [[a, b]], "stating": [[s, e]]}
     monkeypatch.setattr(out, "no_color", True)  # as in a pipe, also when pytest runs on a terminal
     with out.capture() as cap:
-        print_quotes(res)
+        print_quotes({"answer": {"status": "answer", "quotes": [quote]}})
     printed = cap.get()
-    assert "\u201c… The chosen one says it. …\u201d [doc p. 3]" in printed and "Context before" not in printed
+    whole = "Context before. The chosen one says it. **More context states it.** A second chosen one."
+    assert f"\u201c{whole}\u201d" in printed
+    assert "\u2026" not in printed
+    line = quote_line(quote, plain=False)
+    console = Console(record=True, force_terminal=True, width=200, file=io.StringIO())
+    console.print(line)
+    styled = console.export_text(styles=True)
+    assert "\x1b[1;4mMore context states it." in styled and "\x1b[1mThe chosen one says it." in styled
 
 
 def test_quotes_from_several_jurisdictions_name_theirs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -104,7 +104,9 @@ def test_the_quote_states_the_asked_fact() -> None:
     assert ans["fact_found"] and ans["status"] == "answer"
     assert "at least once a year" in ans["quotes"][0]["text"]
     assert ans["quotes"][0]["answers"] and ans["quotes"][0]["citation"] == "[d p.3]"
-    assert all(q["answers"] for q in ans["quotes"])  # only answering quotes when one exists
+    ((a, b),) = ans["quotes"][0]["stating"]
+    assert "at least once a year" in ans["quotes"][0]["text"][a:b]
+    assert sum(q["answers"] for q in ans["quotes"]) == 1  # the quote holding the stating sentence
     # the same fact on a page at multi-column risk is quoted but answers nothing
     risky = extract_answer(q, [_result()], "answer", texts={"d#p3": (PAGE, True)})
     assert not risky["fact_found"] and risky["quotes"][0]["layout_risk"]
@@ -128,7 +130,11 @@ def test_a_person_asked_needs_a_quote_naming_one() -> None:
     q = "Who must perform the inspection of the procedure?"
     ans = extract_answer(q, [_result()], "answer", texts={"d#p3": (PAGE, False)})
     assert ans["fact_found"] and ans["asked"] == WORDS["actor"]
-    assert all(x["answers"] and states(x["text"], "actor", "list") for x in ans["quotes"])
+    assert all(states(x["text"], "actor", "list") for x in ans["quotes"])
+    # the one sentence the answer rests on is marked in the one quote that answers
+    (answering,) = [x for x in ans["quotes"] if x["answers"]]
+    ((start, end),) = answering["stating"]
+    assert answering["text"][start:end] in answering["sentences"]
     checked, d = gate(q, ans, Decision("answer", ("P = 0.99",)))
     assert d.decision == "answer" and checked["check"]["supported"] and checked["check"]["asked"] is None
 
@@ -522,6 +528,6 @@ def test_the_end_of_the_section_before_is_no_context_of_a_quote() -> None:
     (quote,) = passages([duty], cands)
     assert quote.text.startswith("A PCBU must") and "contravenes" not in quote.text
     assert quote.text.endswith("agreed with the workers.")
-    # the unit after is context across a heading too: the rule the section ends with
+    # nor is the unit after across a heading (issue 49): a quote is one section's sentences
     offence = next(c for c in cands if "contravenes" in c.text)
-    assert "A PCBU must" in passages([offence], cands)[0].text
+    assert passages([offence], cands)[0].text == offence.text

@@ -17,6 +17,7 @@ __all__ = [
     "Answer",
     "Cited",
     "Duplicate",
+    "FirstQuote",
     "Quote",
     "Referral",
     "Result",
@@ -110,11 +111,16 @@ class Timings(TypedDict):
 
 
 class Quote(TypedDict):
-    """A quoted passage (``support.answer``): its chosen units, their spans, its citation."""
+    """A quoted passage (``support.answer``): whole sentences under one heading, its chosen
+    units and their spans, the span of the sentence judged to state the answer
+    (``stating``, [start, end) in ``text``; in one quote only, the one that ``answers``), the
+    spans of the "[…]" marks standing for page text left out (``elided``), its citation."""
 
     text: str
     sentences: list[str]
     spans: list[list[int]]
+    stating: NotRequired[list[list[int]]]
+    elided: NotRequired[list[list[int]]]
     page: str
     chunk_id: str
     citation: str
@@ -123,6 +129,17 @@ class Quote(TypedDict):
     answers: bool
     layout_risk: bool
     section: str
+
+
+class FirstQuote(TypedDict):
+    """Why the first quote is not from the top page (present only then)."""
+
+    page: str
+    rank: int
+    top: str
+    p_states: float
+    top_p_states: float | None
+    why: str
 
 
 class Answer(TypedDict):
@@ -136,6 +153,7 @@ class Answer(TypedDict):
     reason: NotRequired[str]
     check: NotRequired[dict[str, Any]]
     other_party: NotRequired[dict[str, list[str]]]
+    first_quote: NotRequired[FirstQuote]
 
 
 class Referral(TypedDict):

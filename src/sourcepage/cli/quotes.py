@@ -8,9 +8,11 @@ from sourcepage.corpus.structure import last_heading
 
 
 def print_quotes(res: dict) -> None:
-    """The answer's supporting quotes (or the reviewer's draft quotes) with citations: on a
-    terminal the whole passage, its chosen sentences in bold; without styles (a pipe, a
-    file) only the chosen sentences, so the quotation marks never hold context read as quote."""
+    """The answer's supporting quotes (or the reviewer's draft quotes) with citations, each
+    whole (never elided: a quote is whole sentences under one heading, "[…]" where it leaves
+    page text out), the sentence judged to state the answer marked — bold and underlined on
+    a terminal, between ** without styles (a pipe, a file) — and the other chosen sentences
+    in bold on a terminal."""
     ans = res.get("answer") or {}
     if ans.get("quotes"):
         label = "supporting quotes" if ans["status"] == "answer" else "draft quotes for the reviewer"
@@ -19,44 +21,41 @@ def print_quotes(res: dict) -> None:
         if first_note(res):
             out.print(Text(f"  ({first_note(res)})", style="dim"), highlight=False)
         several = len({q.get("jurisdiction") for q in ans["quotes"]}) > 1  # a comparison's sides
+        plain = out.no_color or not out.is_terminal
         for q in ans["quotes"]:
-            spans = [tuple(s) for s in q.get("spans", [])]
             cite = q["citation"] + (f" ({q.get('jurisdiction')})" if several else "") + _under(q) + _risk(q)
-            if spans and (out.no_color or not out.is_terminal):
-                out.print(Text(f"  \u201c{chosen(q['text'], spans)}\u201d {cite}"), highlight=False)
-                continue
-            line = Text(f"  \u201c{q['text']}\u201d {cite}")
-            for a, b in spans:  # the chosen sentences of the passage, in bold
-                line.stylize("bold", a + 3, b + 3)
-            out.print(line, highlight=False)
+            out.print(quote_line(q, plain, cite), highlight=False)
+
+
+def quote_line(q: dict, plain: bool, cite: str = "") -> Text:
+    """One quote as printed: "  “text” cite", its ``stating`` span marked (``plain``: between
+    **, else bold and underlined) and, on a terminal, its other chosen sentences in bold."""
+    text, stating = q["text"], sorted(tuple(s) for s in q.get("stating") or [])
+    if plain:
+        for a, b in reversed(stating):
+            text = f"{text[:a]}**{text[a:b]}**{text[b:]}"
+        return Text(f"  \u201c{text}\u201d {cite}".rstrip())
+    line = Text(f"  \u201c{text}\u201d {cite}".rstrip())
+    for a, b in q.get("spans") or []:
+        if (a, b) not in stating:
+            line.stylize("bold", a + 3, b + 3)
+    for a, b in stating:
+        line.stylize("bold underline", a + 3, b + 3)
+    return line
 
 
 def first_note(res: dict) -> str:
     """Why the first quote is not from the top page, when it is not ('' when it is): the
-    first quote is the sentence judged to state what is asked (``support.answer``)."""
-    quotes, results = (res.get("answer") or {}).get("quotes") or [], res.get("results") or []
+    answer's ``first_quote`` (``support.answer.first_quote``) in words."""
+    ans = res.get("answer") or {}
+    quotes, results = ans.get("quotes") or [], res.get("results") or []
     first, top = (quotes[0].get("page"), results[0].get("page")) if quotes and results else (None, None)
     if not first or not top or first == top:
         return ""
     rank = next((r.get("rank") for r in results if r.get("page") == first), None)
     ranked = f", ranked {rank}," if rank else ""
-    return (
-        f"the first quote is from {first}{ranked} not from the top page {top}:"
-        " its sentence is the one judged to state what is asked"
-    )
-
-
-def chosen(text: str, spans: list[tuple[int, int]]) -> str:
-    """The spans of ``text`` in order, "…" where text lies between or around them."""
-    parts, end = [], 0
-    for a, b in sorted(spans):
-        if text[end:a].strip():
-            parts.append("…")
-        parts.append(text[a:b].strip())
-        end = b
-    if text[end:].strip():
-        parts.append("…")
-    return " ".join(parts)
+    why = (ans.get("first_quote") or {}).get("why") or "its sentence is the one judged to state what is asked"
+    return f"the first quote is from {first}{ranked} not from the top page {top}: {why}"
 
 
 def _under(q: dict) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -72,23 +73,47 @@ CONTEXT = 1
 MAX_PASSAGE = 900
 
 
+#: what stands in a quote where text of the page between two of its sentences is left out
+ELIDED = "[\u2026]"
+#: a unit that ends opening something it does not finish ("… when necessary (see"): no
+#: quote ends on it
+_DANGLING = re.compile(r"(?:\(|\b(?:see|refer to|e\.g\.|i\.e\.|including|such as))\s*$", re.IGNORECASE)
+
+
 @dataclass
 class Passage:
     """One quote: the chosen units (``units``, best first) and their neighbours on the page,
-    in page order (``parts``)."""
+    in page order (``parts``), all under one heading."""
 
     units: list[Candidate]
     parts: list[Candidate]
 
+    def kept(self) -> list[Candidate]:
+        """The parts quoted: a part that another holds (a list and its items) is left out."""
+        kept: list[Candidate] = []
+        for c in self.parts:
+            if any(c.text in k.text for k in kept):
+                continue
+            kept = [k for k in kept if k.text not in c.text] + [c]
+        return kept
+
     @property
     def text(self) -> str:
-        """The parts joined, leaving out a part that another holds (a list and its items)."""
-        kept: list[str] = []
-        for t in (c.text for c in self.parts):
-            if any(t in k for k in kept):
-                continue
-            kept = [k for k in kept if k not in t] + [t]
-        return " ".join(kept)
+        """The kept parts joined in page order; where the page has text between two of them
+        that is no part (a cross-reference under five words, a caption) ``ELIDED`` stands
+        for it, and a cross-reference ``tidy`` took from a part's start is put back when
+        the part is not the first ("… reenergized. (See Sections 6(e) and (f) …) In the
+        rare situation …")."""
+        out: list[str] = []
+        end = None
+        for c in sorted(self.kept(), key=lambda c: (c.unit.first, c.position)):
+            if end is not None and c.unit.first > end + 1:
+                out.append(ELIDED)
+            if out and c.unit.lead:
+                out.append(c.unit.lead)
+            out.append(c.text)
+            end = max(end if end is not None else -1, c.unit.last)
+        return " ".join(out)
 
 
 def choose(
@@ -162,14 +187,18 @@ def passages(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> list[Pa
     """The quotes of ``chosen`` as passages: each unit with the units just before and after
     it on its page (``CONTEXT``; the one after first, while the passage stays within
     ``MAX_PASSAGE`` characters), whole units only, none from a page of another layout
-    risk, and the unit before only from under the same heading (the end of s 57 is no
-    context for the first sentence of s 58); passages of one page that meet are merged, and
+    risk, none that leaves a bracket open or ends on "(see" (``_DANGLING``), and only from
+    under the same heading (the end of s 57 is no context for the first sentence of s 58,
+    nor "You must use a lockout program", under "When do I use lockout?", for the sentence
+    before that heading); passages of one page and heading that meet are merged, and
     a neighbour another quote holds is left out (nothing is quoted twice). Why: the sentence
     that states an answer leans on its neighbours (the subject before it, the exception,
     value or list after it) — on the dev splits a stating passage is among the quotes for 82%
     of answerable questions against 72% for the lone sentences (``benchmarks/fit_quotes.py``).
-    Keeping the unit after across a heading too: context on both sides under one heading only
-    lowered the nested answer recall from 0.404 to 0.232; before-context alone, nothing."""
+    The unit after was kept across a heading until issue 49 (a refitted selector's nested
+    answer recall fell from 0.404 to 0.232 without it), but a quote that runs on into the
+    next section misquotes it; the selector is not refitted, so the decisions stay as they
+    were (docs/experiments/quote-sentences.md)."""
     by_place = {(c.page.page, c.position): c for c in cands}
     out: list[Passage] = []
     for c in chosen:
@@ -179,7 +208,7 @@ def passages(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> list[Pa
             nb = by_place.get((c.page.page, c.position + k))
             if nb is None or nb.risk != c.risk or nb.text in c.text or c.text in nb.text:
                 continue
-            if k < 0 and nb.unit.heading != c.unit.heading:  # the end of the section before
+            if nb.unit.heading != c.unit.heading or _dangling(nb.text):  # another section's text
                 continue
             if size + len(nb.text) + 1 > MAX_PASSAGE:
                 continue
@@ -191,6 +220,7 @@ def passages(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> list[Pa
                 q
                 for q in out
                 if q.units[0].page.page == c.page.page
+                and q.units[0].unit.heading == c.unit.heading
                 and places & {p.position + d for p in q.parts for d in (-1, 0, 1)}
             ),
             None,
@@ -205,6 +235,12 @@ def passages(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> list[Pa
         others = [o.text for o in out if o is not q]
         q.parts = [p for p in q.parts if p in q.units or not any(p.text in t for t in others)]
     return out
+
+
+def _dangling(text: str) -> bool:
+    """A unit that leaves a bracket open (or closes one it did not open) or ends opening a
+    cross-reference ("… when necessary (see"): text that goes on beyond it."""
+    return text.count("(") != text.count(")") or _DANGLING.search(text) is not None
 
 
 def _carries(u: Candidate, threshold: float) -> bool:
@@ -294,7 +330,8 @@ def extract_answer(
     shown = passages(chosen, cands)
     if status == "answer":
         shown = carrying(shown, threshold)
-    quotes = [_quote(p, fact_found, threshold, mdl is not None, texts) for p in shown]
+    best = stating_unit(chosen, threshold, mdl is not None) if fact_found else None
+    quotes = [_quote(p, best, texts) for p in shown]
     out = {
         "status": status if quotes else "none",
         "asked": asked,
@@ -302,6 +339,8 @@ def extract_answer(
         "quotes": quotes,
         "text": " ".join(f"\u201c{x['text']}\u201d {x['citation']}" for x in quotes),
     }
+    if shown and results and shown[0].units[0].page.page != results[0].page:
+        out["first_quote"] = first_quote(shown[0], results, cands, best)
     other = [c for c in chosen if not c.risk and other_party(c) and c.p >= threshold]
     if mdl is not None and not fact_found and other:  # why not, in words (``support.check``)
         out["other_party"] = {
@@ -311,32 +350,73 @@ def extract_answer(
     return out
 
 
+def stating_unit(chosen: Sequence[Candidate], threshold: float, learned: bool) -> Candidate | None:
+    """The sentence the answer rests on: the chosen unit whose P(states) ``stated`` reads
+    (the most likely one not on a page at layout risk nor setting out another party's duty;
+    under the rule, the first), when it reaches ``threshold``; None otherwise."""
+    if not learned:
+        return chosen[0] if chosen and chosen[0].p >= threshold and not chosen[0].risk else None
+    fit = [c for c in chosen if not c.risk and not other_party(c)]
+    best = max(fit, key=lambda c: c.p, default=None)
+    return best if best is not None and best.p >= threshold else None
+
+
 def _quote(
-    p: Passage,
-    fact_found: bool,
-    threshold: float,
-    learned: bool,
-    texts: Mapping[str, tuple[str, bool]] | None = None,
+    p: Passage, best: Candidate | None, texts: Mapping[str, tuple[str, bool]] | None = None
 ) -> dict[str, Any]:
-    """A quote of the answer: the passage, its chosen units and their spans, its citation,
-    and the heading path its first chosen unit stands under (``quote_section``)."""
+    """A quote of the answer: the passage, its chosen units and their spans, the span of the
+    sentence judged to state the answer (``stating``: in this quote only, then ``answers``),
+    the spans of the ``ELIDED`` marks, its citation, and the heading path its first chosen
+    unit stands under (``quote_section``)."""
     c = p.units[0]
     text = p.text
     raw = ((texts or {}).get(c.page.page) or ("", False))[0]
+    at = text.find(best.text) if best is not None and best in p.units else -1
     return {
         "text": text,
         "sentences": [u.text for u in p.units],
         "spans": sorted([i, i + len(u.text)] for u in p.units if (i := text.find(u.text)) >= 0),
+        "stating": [[at, at + len(best.text)]] if best is not None and at >= 0 else [],
+        "elided": [[m.start(), m.end()] for m in re.finditer(re.escape(ELIDED), text)],
         "page": c.page.page,
         "chunk_id": c.page.hit.chunk_id,
         "citation": c.page.citation,
         "jurisdiction": c.page.document.jurisdiction,
         "score": round(max(u.p for u in p.units), 4),
-        "answers": (fact_found and not c.risk and not other_party(c))
-        if learned
-        else any(u.p >= threshold and not u.risk for u in p.units),
+        "answers": at >= 0,
         "layout_risk": c.risk,
         "section": quote_section(raw, c.text, c.page),
+    }
+
+
+def first_quote(
+    first: Passage, results: Sequence[PageHit], cands: Sequence[Candidate], best: Candidate | None
+) -> dict[str, Any]:
+    """Why the first quote is not from the top page: its page and rank, the top page, the
+    best P(states) of each, and the reason in words. The first quote holds the sentence the
+    answer rests on (``stating_unit``), else the asked value, else the closest sentence."""
+    top = results[0].page
+    page = first.units[0].page
+    on_top = [c.p for c in cands if c.page.page == top]
+    p = max(u.p for u in first.units)
+    if best is not None and best in first.units:
+        why = "its sentence is the one judged most likely to state what is asked"
+    elif any(_states_value(u) for u in first.units):
+        why = "it states the value asked, which the most likely sentence does not"
+    else:
+        why = "its sentence is the closest to stating what is asked (none is likely enough)"
+    beside = (
+        f"the top page's best sentence {max(on_top):.2f}"
+        if on_top
+        else "the top page has no quotable sentence (a contents page, a table, a figure, another section)"
+    )
+    return {
+        "page": page.page,
+        "rank": page.hit.rank,
+        "top": top,
+        "p_states": round(p, 4),
+        "top_p_states": round(max(on_top), 4) if on_top else None,
+        "why": f"{why} (P(states) {p:.2f}; {beside})",
     }
 
 

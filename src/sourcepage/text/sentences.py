@@ -14,7 +14,7 @@ matched to a question through its heading.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from sourcepage.text.clean import (
@@ -55,6 +55,8 @@ _FUNCTION_WORDS = frozenset(
     "a an the of for to and or nor but which that who whom whose with in on at by as from into "
     "is are was were be been must may shall should can will than if when where".split()
 )
+#: a line that ends so the next line must go on with it ("… when necessary (see" / "Figure 7).")
+_OPENS = re.compile(r"(?:\(|\b(?:see|refer to|in|of|and|or|to|at|the|a|an))\s*$", re.IGNORECASE)
 #: the longest line (in words) that may be a heading
 HEADING_WORDS = 12
 #: the longest quote: an introduced list is quoted whole up to this length
@@ -71,6 +73,14 @@ class Quotable:
     heading: str
     kind: str
     bullet: str = ""  # the bullet character of a list item
+    #: the first and last piece of the page it spans (``quotable`` numbers every sentence,
+    #: item, caption and contents line of the page's body in order, kept or not): two units
+    #: are adjacent on the page when the second's ``first`` follows the first's ``last``
+    first: int = -1
+    last: int = -1
+    #: a cross-reference ``tidy`` took from its start ("(See Sections 6(e) and (f) …)"), put
+    #: back when the unit stands inside a quote after another (never at a quote's edge)
+    lead: str = ""
 
 
 #: the lines at each end of a page that may be its document's running header or footer: four,
@@ -109,8 +119,8 @@ def _line_kind(line: str, prev: str, prev_kind: str, nxt: str) -> str:
         return "page"
     words = line.split()
     short = len(words) <= HEADING_WORDS
-    if _CAPTION.match(line) and len(words) <= 25:
-        return "caption"
+    if _CAPTION.match(line) and len(words) <= 25 and not _OPENS.search(prev if prev_kind == "body" else ""):
+        return "caption"  # not "Figure 7)." after "… when necessary (see": the sentence goes on
     if _BULLET.match(line):
         return "body"
     after_break = not prev or prev.endswith(_END) or prev_kind != "body"
@@ -121,7 +131,8 @@ def _line_kind(line: str, prev: str, prev_kind: str, nxt: str) -> str:
         or _BULLET.match(nxt) is not None
         or _PARA.match(nxt) is not None
     )
-    if line.endswith("?") and short and after_break:
+    # a question heading also after a sentence closed by a bracket: "… (See 29 CFR 1910.147(e)(3).)"
+    if line.endswith("?") and short and (after_break or prev.rstrip(')"”’]').endswith(_END)):
         return "question"
     open_end = words[-1].lower() in _FUNCTION_WORDS
     if (
@@ -136,8 +147,10 @@ def _line_kind(line: str, prev: str, prev_kind: str, nxt: str) -> str:
     return "body"
 
 
-def _blocks(raw: str) -> list[tuple[str, str]]:
-    """(heading, body text) blocks of a raw page: runs of body lines between non-body ones.
+def _blocks(raw: str) -> list[tuple[str, str, int]]:
+    """(heading, body text, pieces dropped before it) blocks of a raw page: runs of body
+    lines between non-body ones; the dropped pieces are the captions and contents lines
+    between it and the block before (text a quote leaves out), not headings or page numbers.
     A heading or question that wraps (its next line starts lower-case and ends the
     heading) is one heading; a page with three or more contents lines has no blocks.
     Private-use glyphs are mapped first (bullets become "•"); page furniture is no text."""
@@ -163,22 +176,25 @@ def _blocks(raw: str) -> list[tuple[str, str]]:
             )
             if two <= 2 * HEADING_WORDS and head_like and opens:
                 kinds[i] = kinds[i + 1] = "question" if lines[i + 1].endswith("?") else "heading"
-    out: list[tuple[str, str]] = []
-    heading, body, last = "", [], "blank"
+    out: list[tuple[str, str, int]] = []
+    heading, body, last, dropped, before = "", [], "blank", 0, 0
     for ln, kind in zip(lines, kinds, strict=True):
         if kind == "body":
+            if not body:
+                before, dropped = dropped, 0
             body.append(ln)
         else:
             if body:
-                out.append((heading, "\n".join(body)))
+                out.append((heading, "\n".join(body), before))
                 body = []
+            dropped += kind in ("caption", "contents")
             if kind in ("heading", "question"):
                 wraps = last in ("heading", "question") and ln[:1].islower()
                 heading = f"{heading} {ln}" if wraps else ln
         if kind != "blank":
             last = kind
     if body:
-        out.append((heading, "\n".join(body)))
+        out.append((heading, "\n".join(body), before))
     return out
 
 
@@ -195,15 +211,17 @@ def _items(flat: str) -> list[tuple[str, str]]:
 
 def _units(flat: str, heading: str) -> list[Quotable]:
     """Sentences and list items of one flat block, in order; an item is kept whatever its
-    length here (``quotable`` joins short ones into their list and drops them alone)."""
+    length here (``quotable`` joins short ones into their list and drops them alone). A
+    piece that is no unit (a caption, a contents line, over 600 characters) stays as kind
+    "dropped", so that the pieces of the page keep their numbers."""
     out: list[Quotable] = []
     for text, bullet in _items(flat):
         if bullet:
             out.append(Quotable(text, heading, "item", bullet))
             continue
         for s in _SENT.split(text):  # the one sentence rule (the bullets are already split)
-            if not (_LEADER.search(s) or _CAPTION.match(s)) and len(s) <= 600:
-                out.append(Quotable(s, heading, "sentence"))
+            keep = not (_LEADER.search(s) or _CAPTION.match(s)) and len(s) <= 600
+            out.append(Quotable(s, heading, "sentence" if keep else "dropped"))
     return out
 
 
@@ -217,9 +235,12 @@ def quotable(raw: str) -> list[Quotable]:
     running headers and footers are taken off the page before (``quote_text``)."""
     vocab = document_vocabulary([raw])
     out: list[Quotable] = []
-    for heading, body in _blocks(raw):
+    piece = 0  # the number of the next piece of the page (``Quotable.first``)
+    for heading, body, dropped in _blocks(raw):
         flat = re.sub(r"\s+", " ", dehyphenate(body, vocab).replace("\ufffe", "-")).strip()
-        units = _units(flat, heading)
+        piece += dropped
+        units = [replace(u, first=piece + i, last=piece + i) for i, u in enumerate(_units(flat, heading))]
+        piece += len(units)
         for i, u in enumerate(units):
             if u.kind == "sentence" and u.text.endswith(":"):
                 text, j = u.text, i + 1
@@ -229,7 +250,9 @@ def quotable(raw: str) -> list[Quotable]:
                         break
                     text, j = longer, j + 1
                 if j > i + 1:
-                    out.append(Quotable(text, heading, "list"))
+                    out.append(Quotable(text, heading, "list", first=u.first, last=units[j - 1].last))
+            if u.kind == "dropped":
+                continue
             words = len(u.text.split())
             if u.text.endswith("?") or words < (3 if u.kind == "item" else 5) or len(u.text) < 20:
                 continue
@@ -253,10 +276,16 @@ def tidy(text: str) -> str:
     """A unit as it is quoted: without private-use glyphs, running headers or footers
     ("Page 47 of 72" and the title before it), an opening paragraph number or an opening
     "(See …)" cross-reference."""
+    return _tidied(text)[0]
+
+
+def _tidied(text: str) -> tuple[str, str]:
+    """``tidy``'s text and the "(See …)" cross-reference it took from the start ('' none)."""
     t = _PRIVATE.sub("", text)
     t = _RUNNING_START.sub("", t)
-    t = re.sub(r"\s+", " ", _RUNNING.sub(" ", t)).strip()
-    return _SEE_FIRST.sub("", _PARAGRAPH_NO.sub("", t).strip()).strip()
+    t = _PARAGRAPH_NO.sub("", re.sub(r"\s+", " ", _RUNNING.sub(" ", t)).strip()).strip()
+    see = _SEE_FIRST.match(t)
+    return (t[see.end() :].strip(), see.group().strip()) if see else (t, "")
 
 
 @lru_cache(maxsize=2048)  # a page's units are the same for every search that quotes it
@@ -265,9 +294,9 @@ def quote_units(raw: str) -> tuple[tuple[int, Quotable], ...]:
     more: the candidates of the quote selector, whose vectors the sentence table holds."""
     out = []
     for j, u in enumerate(quotable(raw)):
-        text = tidy(u.text)
+        text, lead = _tidied(u.text)
         if len(text.split()) >= 3:
-            out.append((j, Quotable(text, u.heading, u.kind, u.bullet)))
+            out.append((j, replace(u, text=text, lead=lead)))
     return tuple(out)
 
 
