@@ -292,13 +292,13 @@ class LtrMethod:
         self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
     ) -> list[Hit]:
         parts_name = "+".join(p.name for p in method.parts)
-        cache = searcher.__dict__.setdefault("_ltr_models", {})
-        if parts_name not in cache:
-            cache[parts_name] = load_model(parts_name, searcher.store.path, searcher.version)
-        hits, x = candidates(searcher, method.parts, query, filters, uses_sections(cache[parts_name]))
+        model = searcher.memo(
+            f"ltr_model:{parts_name}", lambda: load_model(parts_name, searcher.store.path, searcher.version)
+        )
+        hits, x = candidates(searcher, method.parts, query, filters, uses_sections(model))
         if not hits:
             return []
-        out = rerank(hits, model_scores(cache[parts_name], x))
+        out = rerank(hits, model_scores(model, x))
         return out[:k] if k else out
 
 

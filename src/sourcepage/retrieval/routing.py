@@ -265,10 +265,7 @@ class Router:
 
 def router(searcher: Searcher) -> Router:
     """The searcher's router (built once from its documents)."""
-    r = searcher.__dict__.get("_router")
-    if r is None:
-        r = searcher.__dict__["_router"] = Router(searcher.documents.values())
-    return r
+    return searcher.memo("router", lambda: Router(searcher.documents.values()))
 
 
 @dataclass(frozen=True)

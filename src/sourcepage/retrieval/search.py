@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -33,6 +33,15 @@ from sourcepage.store.db import Store
 from sourcepage.text.sentences import quote_text, running_lines
 
 log = logging.getLogger("sourcepage.search")
+
+T = TypeVar("T")
+
+#: what the stages keep per searcher (``Searcher.memo``), declared here: routing's router,
+#: ``sect:``'s heading terms, heading idf and section indexes (of pages, of spans), and
+#: ``ltr:``'s model of each part list (``ltr_model:<parts>``)
+MEMO_KEYS = frozenset(
+    {"router", "heading_terms", "heading_idf", "section_index", "section_index_spans", "ltr_model"}
+)
 
 
 class Searcher:
@@ -66,6 +75,7 @@ class Searcher:
         self._df: tuple[dict[str, int], int] | None = None
         self._sentences: Any = False  # False: not looked for yet; None: no current table
         self._running: dict[str, frozenset[str]] = {}
+        self._memo: dict[str, Any] = {}  # MEMO_KEYS → the stages' values (``memo``)
 
     @property
     def fingerprint(self) -> str:
@@ -74,6 +84,20 @@ class Searcher:
             if self._fingerprint is None:
                 self._fingerprint = self.store.chunk_fingerprint(self.version)
             return self._fingerprint
+
+    def memo(self, key: str, make: Callable[[], T]) -> T:
+        """The stages' value of ``key`` (its kind one of ``MEMO_KEYS``: "router",
+        "ltr_model:bm25+dense", …), made once per searcher: read and kept under the
+        searcher's lock, made outside it (a maker may call the searcher); when two
+        searches make it at once, the first one kept is the one both use."""
+        if key.partition(":")[0] not in MEMO_KEYS:
+            raise KeyError(f"{key!r} is not declared in MEMO_KEYS")
+        with self._lock:
+            if key in self._memo:
+                return self._memo[key]  # type: ignore[no-any-return]
+        value = make()
+        with self._lock:
+            return self._memo.setdefault(key, value)  # type: ignore[no-any-return]
 
     def has_index(self, method: Method) -> bool:
         """True when the index of base ``method`` is loaded in this searcher."""

@@ -102,30 +102,31 @@ SETTINGS = SectionSettings()
 
 def _heading_terms(searcher: Searcher) -> dict[str, frozenset[str]]:
     """page id → stemmed content words of its headings, built once per searcher."""
-    cached = searcher.__dict__.get("_heading_terms")
-    if cached is None:
-        cached = {}
+
+    def make() -> dict[str, frozenset[str]]:
+        out = {}
         for pid, (_, secs, _kind) in searcher.structure().items():
             titles = {t for path in json.loads(secs or "[]") for t in path.split(SEP)}
-            cached[pid] = frozenset(tokenize(" ".join(titles), _TOKENS))
-        searcher.__dict__["_heading_terms"] = cached
-    return cached
+            out[pid] = frozenset(tokenize(" ".join(titles), _TOKENS))
+        return out
+
+    return searcher.memo("heading_terms", make)
 
 
 def _idf(searcher: Searcher) -> dict[str, float]:
     """Stemmed term → idf over the pages' heading texts (a heading word found under many
     sections says little about which one)."""
-    cached = searcher.__dict__.get("_heading_idf")
-    if cached is None:
+
+    def make() -> dict[str, float]:
         terms = _heading_terms(searcher)
         df: dict[str, int] = {}
         for ts in terms.values():
             for t in ts:
                 df[t] = df.get(t, 0) + 1
         n = max(len(terms), 1)
-        cached = {t: bm25_idf(d, n) for t, d in df.items()}
-        searcher.__dict__["_heading_idf"] = cached
-    return cached
+        return {t: bm25_idf(d, n) for t, d in df.items()}
+
+    return searcher.memo("heading_idf", make)
 
 
 def heading_scores(searcher: Searcher, query: str, pages: Sequence[str]) -> dict[str, float]:
@@ -257,11 +258,8 @@ class _SectionIndex:
 
 def section_index(searcher: Searcher, spans: bool = False) -> _SectionIndex:
     """The searcher's section index (of whole pages, or of spans), loaded or built on first use."""
-    name = "_section_index_spans" if spans else "_section_index"
-    idx = searcher.__dict__.get(name)
-    if idx is None:
-        idx = searcher.__dict__[name] = _SectionIndex(searcher, spans)
-    return idx
+    name = "section_index_spans" if spans else "section_index"
+    return searcher.memo(name, lambda: _SectionIndex(searcher, spans))
 
 
 def asked_kinds(query: str) -> set[str]:
