@@ -30,11 +30,28 @@ class Guess:
 #: (pattern, authority as a manifest writes it, jurisdiction code), most specific first
 AUTHORITIES: tuple[tuple[str, str, str], ...] = (
     (r"SafeWork NSW|NSW Government|NSW (?:note|Work Health and Safety)", "SafeWork NSW", "AU-NSW"),
-    (r"WorkSafe (?:WA|Western Australia)", "WorkSafe WA", "AU-WA"),
+    (r"NSW Department|\bnsw\.gov\.au", "NSW Government", "AU-NSW"),
+    (
+        r"WorkSafe (?:WA|Western Australia)|Government of Western Australia|Department of (?:Energy, )?Mines"
+        r"|commerce\.wa\.gov\.au",
+        "WorkSafe WA",
+        "AU-WA",
+    ),
+    (r"NT WorkSafe|WorkSafe NT|Northern Territory Government", "NT WorkSafe", "AU-NT"),
     (r"WorkSafe Victoria", "WorkSafe Victoria", "AU-VIC"),
-    (r"Workplace Health and Safety Queensland", "Workplace Health and Safety Queensland", "AU-QLD"),
+    (
+        r"Workplace Health and Safety Queensland|Queensland Government|worksafe\.qld\.gov\.au",
+        "Workplace Health and Safety Queensland",
+        "AU-QLD",
+    ),
     (r"SafeWork SA", "SafeWork SA", "AU-SA"),
     (r"Safe Work Australia", "Safe Work Australia", "AU"),
+    (
+        r"Commonwealth of Australia|Australian Safety and Compensation Council"
+        r"|Federal Register of Legislative",
+        "Commonwealth of Australia",
+        "AU",
+    ),
     (r"WorkSafe New Zealand|WorkSafe NZ", "WorkSafe New Zealand", "NZ"),
     (
         r"Health and Safety at Work Act 2015|New Zealand Legislation",
@@ -63,17 +80,27 @@ _AUTHORITY_RES = tuple((re.compile(p), a, j) for p, a, j in AUTHORITIES)
 #: (pattern over the title and first page, doc_type), first match wins; "guidance" otherwise
 DOC_TYPES: tuple[tuple[str, str], ...] = (
     (r"(?i)\bquick ?card\b", "quick_card"),
-    (r"(?i)\bfact ?sheet|\bhoja informativa\b", "fact_sheet"),
+    (r"(?i)\bfact ?sheet|\binformation sheet\b|\bhoja informativa\b", "fact_sheet"),
     (r"(?i)\bcode of practice\b", "code_of_practice"),
     (r"(?i)\bchecklist\b", "checklist"),
     (r"(?i)\bguidance on regulations\b|\bguide\b|\bguidance\b", "guidance"),
     (r"\b(?:Regulation|Directive) \((?:EU|EC)\)|\bAct \d{4}\b|\bRegulations \d{4}\b", "regulation"),
     (r"(?i)\btraining\b", "training"),
 )
+#: types named only by a title ("Model Work Health and Safety Bill"; a page names other acts)
+TITLE_TYPES: tuple[tuple[str, str], ...] = ((r"\b(?:Regulations|Bill)\b", "regulation"),)
 #: (pattern over the title, else the first pages, topic slug), first match wins
 TOPICS: tuple[tuple[str, str], ...] = (
     (r"(?i)lockout|tagout|hazardous energy|energía peligrosa", "loto"),
     (r"(?i)confined space", "confined_spaces"),
+    (r"(?i)demolition", "demolition"),
+    (r"(?i)excavation|trench", "excavation"),
+    (r"(?i)formwork|falsework|temporary works", "temporary_works"),
+    (r"(?i)elevating work platform", "elevating_work_platforms"),
+    (
+        r"(?i)consultation, co-?operation|principal contractor|construction procurement",
+        "contractor_coordination",
+    ),
     (r"(?i)\bfalls?\b|fall protection|working at height|walking.working surface", "fall_protection"),
     (r"(?i)first.aid", "first_aid"),
     (r"(?i)electric", "electrical"),
@@ -86,7 +113,10 @@ TOPICS: tuple[tuple[str, str], ...] = (
     (r"(?i)hazardous (?:chemicals|substances)|chemical", "hazardous_substances"),
     (r"(?i)construction", "construction"),
     (r"(?i)hazard analysis|risk assessment|manage .*risks", "hazard_assessment"),
-    (r"(?i)health and safety at work act|general duties", "general_duties"),
+    (
+        r"(?i)health and safety at work act|general duties|work health and safety (?:bill|regulations)",
+        "general_duties",
+    ),
 )
 #: a year standing alone: not part of "2006/42", "1910.147", "3146-05R" or a longer number
 _YEAR = re.compile(r"(?<![\d/.\-])(19[5-9]\d|20\d\d)(?![\d/]|\.\d)")
@@ -101,16 +131,47 @@ def quote(text: str, limit: int = 60) -> str:
 
 
 def guess_authority(pages: Sequence[str], author: str) -> tuple[Guess, Guess] | None:
-    """(authority, jurisdiction) from the first authority of ``AUTHORITIES`` named in the
-    PDF's Author field or its first pages; None when none is named."""
-    sources = [("in the PDF's Author field", author)] + [(f"on page {i + 1}", t) for i, t in enumerate(pages)]
-    for rx, authority, code in _AUTHORITY_RES:
-        for where, text in sources:
-            m = rx.search(text or "")
-            if m:
-                ev = f"'{quote(m.group(0))}' {where}"
-                return Guess("authority", authority, ev), Guess("jurisdiction", code, ev)
+    """(authority, jurisdiction) of the authority named first: in the PDF's Author field,
+    else on page 1, 2, 3 (within one, the earliest named; at one place, the more specific of
+    ``AUTHORITIES``); None when none is named."""
+    texts = [author, *pages]
+    sources = [
+        (f"on page {i}" if i else "in the PDF's Author field", " ".join((t or "").split()))
+        for i, t in enumerate(texts)
+    ]
+    for where, text in sources:
+        found = [
+            (m.start(), i, m) for i, (rx, _, _) in enumerate(_AUTHORITY_RES) if (m := rx.search(text or ""))
+        ]
+        if found:
+            _, i, m = min(found, key=lambda f: (f[0], f[1]))
+            _, authority, code = _AUTHORITY_RES[i]
+            ev = f"'{quote(m.group(0))}' {where}"
+            authority, ev_auth = _adopts_model(authority, code, sources, ev)
+            return Guess("authority", authority, ev_auth), Guess("jurisdiction", code, ev)
     return None
+
+
+#: a state's code that says it adopts the national model code (a NSW code's "NSW note")
+_MODEL_CODE = re.compile(
+    r"based on (?:a|the) national model code|model code of practice developed by Safe Work Australia"
+)
+
+
+def _adopts_model(authority: str, code: str, sources: Sequence[tuple[str, str]], ev: str) -> tuple[str, str]:
+    """An Australian state's authority, marked as adopting the national model code when its
+    text says so (``retrieval.routing.legal_jurisdiction`` reads the remark as the manifest
+    writes it: the document states the model code's text)."""
+    if not code.startswith("AU-"):
+        return authority, ev
+    for where, text in sources:
+        m = _MODEL_CODE.search(text or "")
+        if m:
+            return (
+                f"{authority} (based on Safe Work Australia model code)",
+                f"{ev}; '{quote(m.group(0))}' {where}",
+            )
+    return authority, ev
 
 
 def _good_metadata_title(title: str) -> bool:
@@ -206,9 +267,10 @@ def _first(
 def guess_doc_type(title: str, meta_title: str, pages: Sequence[str]) -> Guess:
     """The type named in the title (or the PDF's Title field: "FactSheet3"), else on the
     first page; ``guidance`` when none is."""
-    sources = [("in the title", title), ("in the PDF's Title field", meta_title)]
-    sources += [(f"on page {i + 1}", t) for i, t in enumerate(pages[:1])]
-    return _first(DOC_TYPES, sources, "doc_type") or Guess("doc_type", "guidance", "no type named (default)")
+    titles = [("in the title", title), ("in the PDF's Title field", meta_title)]
+    page1 = [(f"on page {i + 1}", t) for i, t in enumerate(pages[:1])]
+    found = _first((*DOC_TYPES, *TITLE_TYPES), titles, "doc_type") or _first(DOC_TYPES, page1, "doc_type")
+    return found or Guess("doc_type", "guidance", "no type named (default)")
 
 
 def guess_topic(title: str, pages: Sequence[str]) -> Guess:
