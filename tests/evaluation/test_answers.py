@@ -56,7 +56,9 @@ def test_summary_names_best_run_holm_survivors_refuser_quotes() -> None:
                 "single_method": {},
             }
         },
-        "search": {"raw bm25": {"counts": {"answer": 1, "review": 1, "refuse": 0}, "answers_with_key_fact": 1.0}},
+        "search": {
+            "raw bm25": {"counts": {"answer": 1, "review": 1, "refuse": 0}, "answers_with_key_fact": 1.0}
+        },
     }
     lines = summary_lines(metrics, stats, support)
     assert len(lines) == 5
