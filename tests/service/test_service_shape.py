@@ -127,16 +127,20 @@ def test_concurrent_searches_of_several_methods_and_versions(client: TestClient)
         assert all(res == again for j, res in got if j == i)
 
 
-def test_a_quotes_chosen_sentences_are_emphasised_and_the_rest_escaped() -> None:
+def test_a_quotes_stating_sentence_is_marked_its_chosen_ones_strong_and_the_rest_escaped() -> None:
     from sourcepage.service.deps import emphasise
 
-    text = "Before <b>. The employer may remove it. After & more."
+    text = "Before <b>. The employer may remove it. After & more. [\u2026] Last one."
     a = text.index("The employer")
-    out = str(emphasise(text, [[a, a + len("The employer may remove it.")]]))
-    assert out == (
-        'Before &lt;b&gt;. <strong class="stating">The employer may remove it.</strong> After &amp; more.'
-    )
-    plain = "Before &lt;b&gt;. The employer may remove it. After &amp; more."
+    b = a + len("The employer may remove it.")
+    c = text.index("After")
+    d = c + len("After & more.")
+    e = text.index("[\u2026]")
+    out = str(emphasise(text, [[a, b], [c, d]], [[a, b]], [[e, e + 3]]))
+    assert out.startswith('Before &lt;b&gt;. <mark class="stating">The employer may remove it.</mark> ')
+    assert '<strong class="chosen">After &amp; more.</strong> <span class="elided" title="text of' in out
+    assert out.endswith(">[\u2026]</span> Last one.")
+    plain = "Before &lt;b&gt;. The employer may remove it. After &amp; more. [\u2026] Last one."
     assert str(emphasise(text, [])) == str(emphasise(text, None)) == plain
 
 

@@ -27,6 +27,7 @@ from sourcepage.corpus.structure import last_heading
 from sourcepage.records import TEXT_VERSIONS, Document, Question, parse_page_id
 from sourcepage.service.auth import template_context
 from sourcepage.store.db import Store
+from sourcepage.text.sentences import quote_pieces
 
 HERE = Path(__file__).parent
 FACETS = ("topic", "jurisdiction", "authority", "doc_type")
@@ -57,14 +58,32 @@ TEMPLATES.env.globals["judging"] = JUDGING
 TEMPLATES.env.filters["http_url"] = http_url
 
 
-def emphasise(text: str, spans: list[list[int]] | None) -> Markup:
-    """``text`` escaped, its ``spans`` (a quote's chosen sentences) in ``<strong>``."""
+#: what a quote's "[…]" stands for, said where it is shown
+ELIDED_TITLE = "text of the page left out here (a short cross-reference, a caption): see the page"
+
+
+def emphasise(
+    text: str,
+    spans: list[list[int]] | None,
+    stating: list[list[int]] | None = None,
+    elided: list[list[int]] | None = None,
+) -> Markup:
+    """``text`` escaped; the sentence judged to state the answer (``stating``) in
+    ``<mark class="stating">``, the other chosen sentences (``spans``) in ``<strong>``, and
+    each "[…]" where page text is left out (``elided``) titled so."""
+    marks = [(a, b, "stating") for a, b in stating or []]
+    marks += [(a, b, "chosen") for a, b in spans or [] if [a, b] not in (stating or [])]
+    marks += [(a, b, "elided") for a, b in elided or []]
+    tags = {
+        "stating": (Markup('<mark class="stating">'), Markup("</mark>")),
+        "chosen": (Markup('<strong class="chosen">'), Markup("</strong>")),
+        "elided": (Markup(f'<span class="elided" title="{escape(ELIDED_TITLE)}">'), Markup("</span>")),
+    }
     out, at = [], 0
-    for a, b in sorted(spans or []):
+    for a, b, kind in sorted(marks):
         if a < at:
             continue
-        out += [escape(text[at:a]), Markup('<strong class="stating">'), escape(text[a:b])]
-        out.append(Markup("</strong>"))
+        out += [escape(text[at:a]), tags[kind][0], escape(text[a:b]), tags[kind][1]]
         at = b
     out.append(escape(text[at:]))
     return Markup("").join(out)
@@ -157,19 +176,29 @@ def locate(text: str, quote: str) -> tuple[int, int] | None:
     return (where[at], where[at + len(needle) - 1] + 1) if at >= 0 else None
 
 
+def locate_quote(text: str, quote: str) -> list[tuple[int, int]]:
+    """Character spans of ``quote`` in ``text`` (``locate``): the whole quote's, else each
+    of its sentences' (``quote_pieces``) that is found."""
+    whole = locate(text, quote)
+    if whole is not None:
+        return [whole]
+    return [span for piece in quote_pieces(quote) if (span := locate(text, piece)) is not None]
+
+
 def segments(
     text: str,
     marks: list[tuple[int, int]],
     region: tuple[int, int] | None = None,
-    quote: tuple[int, int] | None = None,
+    quote: tuple[int, int] | list[tuple[int, int]] | None = None,
 ) -> list[dict]:
     """``text`` cut into pieces for the templates: each with ``hit`` (a query word),
-    ``ev`` (inside the evidence region: the chunk) and ``quote`` (inside the quoted
-    sentence)."""
+    ``ev`` (inside the evidence region: the chunk) and ``quote`` (inside a quoted
+    sentence: ``quote`` is one span or several)."""
+    quotes = [quote] if isinstance(quote, tuple) else list(quote or [])
     cuts = {0, len(text)}
     for a, b in marks:
         cuts |= {max(0, min(a, len(text))), max(0, min(b, len(text)))}
-    for span in (region, quote):
+    for span in (region, *quotes):
         if span:
             cuts |= {max(0, min(span[0], len(text))), max(0, min(span[1], len(text)))}
     order = sorted(cuts)
@@ -182,7 +211,7 @@ def segments(
                 "text": text[a:b].replace("\ufffe", "-"),  # PDFium's soft-hyphen marker
                 "hit": any(x <= a and b <= y for x, y in marks),
                 "ev": bool(region and region[0] <= a and b <= region[1]),
-                "quote": bool(quote and quote[0] <= a and b <= quote[1]),
+                "quote": any(x <= a and b <= y for x, y in quotes),
             }
         )
     return out

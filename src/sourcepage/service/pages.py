@@ -34,7 +34,7 @@ from sourcepage.service.deps import (
     Corpus,
     StorePath,
     Version,
-    locate,
+    locate_quote,
     readable,
     resolve_page,
     segments,
@@ -236,7 +236,7 @@ def view_context(
         if spans and (v == p["version"] or (v == "cleaned" and p["version"] == "enriched")):
             region = next(((a, b) for pg, a, b in spans if pg == n), None)
         texts[v] = segments(
-            text, highlight_spans(text, terms), region, locate(text, quote) if quote else None
+            text, highlight_spans(text, terms), region, locate_quote(text, quote) if quote else None
         )
     res, _ = ui_search(db, store, p)
     hit = next((r for r in (res or {}).get("results", []) if r["page"] == page_id), None)

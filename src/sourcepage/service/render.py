@@ -33,6 +33,7 @@ from PIL import Image, ImageDraw
 
 from sourcepage.executor import LimitedPool
 from sourcepage.limits import RENDER_LIMITS, Limits
+from sourcepage.text.sentences import quote_pieces
 
 #: page images rendered at once (one worker process each)
 RENDER_WORKERS = min(2, os.cpu_count() or 1)
@@ -132,6 +133,13 @@ def passage_ranges(page_chars: list[str], passage: str) -> list[tuple[int, int]]
     return ranges
 
 
+def quote_ranges(page_chars: list[str], quote: str) -> list[tuple[int, int]]:
+    """Character ranges of the page that hold ``quote``: the whole quote, else each of its
+    sentences (a quote's "[…]" stands for page text it leaves out, and a quote joins
+    sentences the page breaks across lines: each is found and highlighted)."""
+    return passage_ranges(page_chars, "\n".join(quote_pieces(quote)))
+
+
 def _rects(tp: pdfium.PdfTextPage, first: int, last: int) -> list[tuple[float, float, float, float]]:
     n = tp.count_rects(first, last - first + 1)
     return [tp.get_rect(i) for i in range(n)]
@@ -208,7 +216,7 @@ def render_in_process(
             for a, b in ranges:
                 passage_boxes += _rects(tp, a, b)
             quote_boxes: list[tuple[float, float, float, float]] = []
-            for a, b in passage_ranges(chars, quote) if quote.strip() else []:
+            for a, b in quote_ranges(chars, quote) if quote.strip() else []:
                 quote_boxes += _rects(tp, a, b)
             term_boxes: list[tuple[float, float, float, float]] = []
             for term in sorted(set(terms)):

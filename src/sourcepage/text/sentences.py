@@ -78,8 +78,9 @@ class Quotable:
     #: are adjacent on the page when the second's ``first`` follows the first's ``last``
     first: int = -1
     last: int = -1
-    #: a cross-reference ``tidy`` took from its start ("(See Sections 6(e) and (f) …)"), put
-    #: back when the unit stands inside a quote after another (never at a quote's edge)
+    #: what ``tidy`` took from its start (a paragraph number "(2)", a cross-reference "(See
+    #: Sections 6(e) and (f) …)"), put back when the unit stands inside a quote after another
+    #: (never at a quote's edge)
     lead: str = ""
 
 
@@ -280,12 +281,17 @@ def tidy(text: str) -> str:
 
 
 def _tidied(text: str) -> tuple[str, str]:
-    """``tidy``'s text and the "(See …)" cross-reference it took from the start ('' none)."""
+    """``tidy``'s text and what it took from the start that a quote puts back inside it (a
+    paragraph number "(2)", a "(See …)" cross-reference; '' none)."""
     t = _PRIVATE.sub("", text)
     t = _RUNNING_START.sub("", t)
-    t = _PARAGRAPH_NO.sub("", re.sub(r"\s+", " ", _RUNNING.sub(" ", t)).strip()).strip()
-    see = _SEE_FIRST.match(t)
-    return (t[see.end() :].strip(), see.group().strip()) if see else (t, "")
+    t = re.sub(r"\s+", " ", _RUNNING.sub(" ", t)).strip()
+    number = _PARAGRAPH_NO.match(t)
+    rest = t[number.end() :].strip() if number else t
+    see = _SEE_FIRST.match(rest)
+    rest = rest[see.end() :].strip() if see else rest
+    lead = " ".join(m.group().strip() for m in (number, see) if m)
+    return rest, lead
 
 
 @lru_cache(maxsize=2048)  # a page's units are the same for every search that quotes it
@@ -309,3 +315,14 @@ def locate(raw: str, unit: str, words: int = 6) -> int:
         if probe and (m := re.search(r"\s+".join(map(re.escape, probe)), raw)):
             return m.start()
     return -1
+
+
+#: what stands in a quote where page text between two of its sentences is left out
+ELIDED = "[\u2026]"
+
+
+def quote_pieces(quote: str) -> list[str]:
+    """The sentences of a quote, without its ``ELIDED`` marks: a quote that leaves page text
+    out is found on its page (the page view, the page image) sentence by sentence."""
+    parts = (re.split(r"(?<=[.!?;:])\s+", part) for part in quote.split(ELIDED))
+    return [x.strip() for part in parts for x in part if x.strip()]
