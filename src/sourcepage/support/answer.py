@@ -53,7 +53,7 @@ from sourcepage.support.select import (
     score,
 )
 from sourcepage.text.roles import roles_in
-from sourcepage.text.sentences import locate, split_sentences
+from sourcepage.text.sentences import ELIDED, locate, split_sentences
 
 __all__ = ["carrying", "choose", "extract_answer", "log_answer", "split_sentences", "stated"]
 
@@ -73,8 +73,6 @@ CONTEXT = 1
 MAX_PASSAGE = 900
 
 
-#: what stands in a quote where text of the page between two of its sentences is left out
-ELIDED = "[\u2026]"
 #: a unit that ends opening something it does not finish ("… when necessary (see"): no
 #: quote ends on it
 _DANGLING = re.compile(r"(?:\(|\b(?:see|refer to|e\.g\.|i\.e\.|including|such as))\s*$", re.IGNORECASE)
@@ -351,14 +349,15 @@ def extract_answer(
 
 
 def stating_unit(chosen: Sequence[Candidate], threshold: float, learned: bool) -> Candidate | None:
-    """The sentence the answer rests on: the chosen unit whose P(states) ``stated`` reads
-    (the most likely one not on a page at layout risk nor setting out another party's duty;
-    under the rule, the first), when it reaches ``threshold``; None otherwise."""
+    """The sentence the answer rests on: of the chosen units ``stated`` reads (not on a page
+    at layout risk nor setting out another party's duty) that reach ``threshold``, the most
+    likely one that states the value asked ("at least once a year" for "how often", which
+    ``carrying`` puts first), else the most likely one; under the rule, the first; None when
+    none reaches it."""
     if not learned:
         return chosen[0] if chosen and chosen[0].p >= threshold and not chosen[0].risk else None
-    fit = [c for c in chosen if not c.risk and not other_party(c)]
-    best = max(fit, key=lambda c: c.p, default=None)
-    return best if best is not None and best.p >= threshold else None
+    fit = [c for c in chosen if not c.risk and not other_party(c) and c.p >= threshold]
+    return max(fit, key=lambda c: (_states_value(c), c.p), default=None)
 
 
 def _quote(
