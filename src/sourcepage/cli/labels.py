@@ -205,6 +205,7 @@ def calibrate(
 ) -> None:
     """Refine the shipped answer / review / refuse policy on this store's development questions;
     store it with the index and say how much it changed."""
+    from sourcepage import api
     from sourcepage.evaluation.answerability import held_out
     from sourcepage.evaluation.questions import QuestionError, read_questions
     from sourcepage.store.db import Store, StoreError
@@ -231,6 +232,7 @@ def calibrate(
                 progress=lambda done, total: tick(
                     f"answerability features ({sparse} + {semantic})", done, total
                 ),
+                features=api.service(store, version).policy_features,  # the search's own rows
             )
     except (StoreError, QuestionError, ValueError, RuntimeError) as e:
         fail(str(e))

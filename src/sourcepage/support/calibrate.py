@@ -288,6 +288,10 @@ def question_features(
     return feature_row(searcher, question, a, b), a, b
 
 
+#: a question's feature row and its sparse and semantic rankings, from (question, sparse, semantic)
+FeatureFn = Callable[[str, str, str], tuple[dict[str, float], list[Hit], list[Hit]]]
+
+
 @dataclass
 class CalibrationReport:
     """What ``run_calibration`` fitted and where it stored it, with the held-out
@@ -313,18 +317,23 @@ def run_calibration(
     max_negative_answered: float = 0.0,
     seed: int = 42,
     progress: Callable[[int, int], None] | None = None,
+    features: FeatureFn | None = None,
 ) -> CalibrationReport:
     """Compute the features of every development question (``progress(done, total)``
     after each), cross-validate, refit the policy — on the default's rows plus these when
     the pair is the default's, on these alone otherwise — and save it with the version's
-    indexes. ValueError before any work when a class is missing (:func:`check_classes`)."""
+    indexes. ValueError before any work when a class is missing (:func:`check_classes`).
+    ``features(question, sparse, semantic)``: a question's row and its two rankings (the
+    CLI passes the search pipeline's, ``SearchService.policy_features``); by default
+    :func:`question_features` on this store and version."""
     check_classes(qs)
     searcher = Searcher(store, version)
+    features = features or (lambda q, a, b: question_features(searcher, q, a, b))
     feats: list[dict[str, float]] = []
     tops_a: list[float] = []
     tops_b: list[float] = []
     for i, q in enumerate(qs, 1):
-        f, a, b = question_features(searcher, q.question, sparse, semantic)
+        f, a, b = features(q.question, sparse, semantic)
         feats.append(f)
         tops_a.append(a[0].score if a else float("-inf"))
         tops_b.append(b[0].score if b else float("-inf"))
