@@ -4,6 +4,7 @@ from ``available_methods``, one shared Store per app, searches without a global 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -142,6 +143,9 @@ def test_a_quotes_stating_sentence_is_marked_its_chosen_ones_strong_and_the_rest
     assert out.endswith(">[\u2026]</span> Last one.")
     plain = "Before &lt;b&gt;. The employer may remove it. After &amp; more. [\u2026] Last one."
     assert str(emphasise(text, [])) == str(emphasise(text, None)) == plain
+    # a bare <mark> has no background on these pages: the stating one is given the quote's
+    css = (Path(__file__).resolve().parents[2] / "src/sourcepage/service/static/style.css").read_text()
+    assert re.search(r"\.quotes blockquote mark\.stating \{ background: var\(--quote\)", css)
 
 
 def test_search_answers_the_declared_response(client: TestClient) -> None:
