@@ -11,6 +11,7 @@ between retrieval and support: it reads both above it, and support/ reads it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,13 +21,67 @@ from sourcepage.corpus.structure import cited_sections
 from sourcepage.records import Document, Hit, parse_page_id
 from sourcepage.retrieval.bm25 import idf
 from sourcepage.retrieval.routing import Route
-from sourcepage.retrieval.tokenize import content_terms, stem_terms, tokenize
+from sourcepage.retrieval.tokenize import TokenizerConfig, content_terms, stem_terms, tokenize
 from sourcepage.text.facts import Asked, asked_facts, asked_value
+from sourcepage.text.roles import roles_in
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.search import Searcher
 
-__all__ = ["PageHit", "Query", "term_weights"]
+__all__ = ["PageHit", "Query", "question_parts", "term_weights", "weighted_terms"]
+
+_WORDS = TokenizerConfig(stopwords=True)
+_STEMMED = TokenizerConfig(stopwords=True, stem=True)
+
+
+def weighted_terms(text: str, weights: Mapping[str, float] | None) -> dict[str, float]:
+    """Stemmed content words of ``text`` → weight (the largest idf of a word with that stem)."""
+    out: dict[str, float] = {}
+    # stemming maps token to token, so the two lists align
+    for w, s in zip(tokenize(text, _WORDS), tokenize(text, _STEMMED), strict=True):
+        if w not in ("a", "i"):
+            out[s] = max(out.get(s, 0.0), (weights or {}).get(w, 1.0))
+    return out
+
+
+_SPLIT = re.compile(r"\s*(?:[,;:?]|\s—\s|\s-\s|\band\b|\bor\b)\s*", re.IGNORECASE)
+
+
+#: a capitalised word just before "and"/"or", and one just after: a name ("Health and
+#: Safety at Work Act", "OSHA and HSE") that is not cut in two
+_NAME_BEFORE = re.compile(r"\b[A-Z][\w'’-]*$")
+_NAME_AFTER = re.compile(r"[A-Z]")
+
+
+def _pieces(question: str) -> list[tuple[int, int]]:
+    """(start, end) of the pieces of ``question`` between ``_SPLIT``'s separators, except an
+    "and"/"or" inside a name."""
+    out, start = [], 0
+    for m in _SPLIT.finditer(question):
+        word = m.group().strip().lower() in ("and", "or")
+        if word and _NAME_BEFORE.search(question[: m.start()]) and _NAME_AFTER.match(question[m.end() :]):
+            continue
+        out.append((start, m.start()))
+        start = m.end()
+    return [*out, (start, len(question))]
+
+
+def question_parts(question: str) -> list[str]:
+    """The parts of a question: pieces between commas, semicolons, colons, dashes and
+    "and"/"or" (not inside a name: "Health and Safety"), each with at least two content words;
+    a shorter piece joins the part before it as the question says it ("first aid and
+    training", not "first aid training")."""
+    spans: list[list[int]] = []
+    for a, b in _pieces(question):
+        piece = question[a:b].strip()
+        if not piece:
+            continue
+        if spans and len(weighted_terms(piece, None)) < 2:
+            spans[-1][1] = b
+        else:
+            spans.append([a, b])
+    parts = [question[a:b].strip() for a, b in spans]
+    return [p for p in parts if weighted_terms(p, None)] or [question.strip()]
 
 
 def term_weights(terms: Sequence[str], df: Mapping[str, int], n_docs: int) -> dict[str, float]:
@@ -41,7 +96,9 @@ class Query:
     ``tokens``: the BM25 tokens (the index's tokenizer); ``asked``: the kinds of fact asked,
     in question order, ``value`` the one value among them; ``route``: the jurisdictions
     named (None when no router was given); ``cited``: the provisions it cites, as
-    (kind, number) ("Article 10": ``corpus.structure.cited_sections``)."""
+    (kind, number) ("Article 10": ``corpus.structure.cited_sections``); ``roles``: the
+    parties it names, in order (``text.roles.roles_in``: whose duty it asks about);
+    ``parts``: its parts as the answer check covers them (``question_parts``)."""
 
     text: str
     terms: frozenset[str]
@@ -53,6 +110,8 @@ class Query:
     route: Route | None = None
     stem_of: Mapping[str, str] = field(default_factory=dict)
     cited: tuple[tuple[str, str], ...] = ()
+    roles: tuple[str, ...] = ()
+    parts: tuple[str, ...] = ()
 
     @classmethod
     def parse(
@@ -82,6 +141,8 @@ class Query:
             route=route,
             stem_of=stem_of,
             cited=tuple(cited_sections(text)),
+            roles=tuple(roles_in(text)),
+            parts=tuple(question_parts(text)),
         )
 
     @classmethod

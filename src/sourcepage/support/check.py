@@ -19,10 +19,10 @@ The parts and points are rules: a reviewer can verify them by reading the quotes
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from sourcepage.query import question_parts, weighted_terms
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
 from sourcepage.text.facts import asked_value, numbers, states
 from sourcepage.text.roles import plural
@@ -30,20 +30,12 @@ from sourcepage.text.roles import plural
 if TYPE_CHECKING:
     from sourcepage.query import Query
 
-_WORDS = TokenizerConfig(stopwords=True)
+__all__ = ["PART_COVERAGE", "check_answer", "coverage", "point_covered", "question_parts", "weighted_terms"]
+
 _STEMMED = TokenizerConfig(stopwords=True, stem=True)
+
 #: share of a part's idf-weighted content words the quotes must hold for it to count as covered
 PART_COVERAGE = 0.5
-
-
-def weighted_terms(text: str, weights: Mapping[str, float] | None) -> dict[str, float]:
-    """Stemmed content words of ``text`` → weight (the largest idf of a word with that stem)."""
-    out: dict[str, float] = {}
-    # stemming maps token to token, so the two lists align
-    for w, s in zip(tokenize(text, _WORDS), tokenize(text, _STEMMED), strict=True):
-        if w not in ("a", "i"):
-            out[s] = max(out.get(s, 0.0), (weights or {}).get(w, 1.0))
-    return out
 
 
 def coverage(text: str, quotes: str, weights: Mapping[str, float] | None = None) -> tuple[float, list[str]]:
@@ -56,46 +48,6 @@ def coverage(text: str, quotes: str, weights: Mapping[str, float] | None = None)
         return 1.0, []
     missing = [t for t in terms if t not in have]
     return 1.0 - sum(terms[t] for t in missing) / total, missing
-
-
-_SPLIT = re.compile(r"\s*(?:[,;:?]|\s—\s|\s-\s|\band\b|\bor\b)\s*", re.IGNORECASE)
-
-
-#: a capitalised word just before "and"/"or", and one just after: a name ("Health and
-#: Safety at Work Act", "OSHA and HSE") that is not cut in two
-_NAME_BEFORE = re.compile(r"\b[A-Z][\w'’-]*$")
-_NAME_AFTER = re.compile(r"[A-Z]")
-
-
-def _pieces(question: str) -> list[tuple[int, int]]:
-    """(start, end) of the pieces of ``question`` between ``_SPLIT``'s separators, except an
-    "and"/"or" inside a name."""
-    out, start = [], 0
-    for m in _SPLIT.finditer(question):
-        word = m.group().strip().lower() in ("and", "or")
-        if word and _NAME_BEFORE.search(question[: m.start()]) and _NAME_AFTER.match(question[m.end() :]):
-            continue
-        out.append((start, m.start()))
-        start = m.end()
-    return [*out, (start, len(question))]
-
-
-def question_parts(question: str) -> list[str]:
-    """The parts of a question: pieces between commas, semicolons, colons, dashes and
-    "and"/"or" (not inside a name: "Health and Safety"), each with at least two content words;
-    a shorter piece joins the part before it as the question says it ("first aid and
-    training", not "first aid training")."""
-    spans: list[list[int]] = []
-    for a, b in _pieces(question):
-        piece = question[a:b].strip()
-        if not piece:
-            continue
-        if spans and len(weighted_terms(piece, None)) < 2:
-            spans[-1][1] = b
-        else:
-            spans.append([a, b])
-    parts = [question[a:b].strip() for a, b in spans]
-    return [p for p in parts if weighted_terms(p, None)] or [question.strip()]
 
 
 def check_answer(
@@ -111,16 +63,15 @@ def check_answer(
     of the asked kind by the pattern rules. ``complete``: supported
     and every part covered (parts are cut by rule, so an uncovered part is a pointer for
     the reviewer, not a verdict)."""
-    if not isinstance(question, str):  # a Query: its text, weights and asked value
+    if not isinstance(question, str):  # a Query: its weights, asked value and parts, parsed once
         weights = question.weights if weights is None else weights
-        asked = question.value
-        question = question.text
+        asked, pieces = question.value, question.parts
     else:
-        asked = asked_value(question)
+        asked, pieces = asked_value(question), tuple(question_parts(question))
     quotes = [q["text"] for q in answer.get("quotes", [])]
     text = " ".join(quotes)
     parts = []
-    for p in question_parts(question):
+    for p in pieces:
         share, missing = coverage(p, text, weights)
         parts.append(
             {"text": p, "covered": share >= PART_COVERAGE, "coverage": round(share, 3), "missing": missing}

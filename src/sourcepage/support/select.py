@@ -200,7 +200,7 @@ def prepare(query: Query, cands: Sequence[Candidate]) -> None:
     total = sum(w.values()) or 1.0
     lexical = [sum(v for s, v in w.items() if s in c.stems) / total for c in cands]
     ceiling = total * (K1 + 1)
-    q_roles = set(roles_in(query.text))
+    q_roles = set(query.roles)
     exc_q = float(bool(_EXCEPTION_Q.search(query.text)))
     others = [k for k in query.kinds if k in ("actor", "list", "condition")]
     per_page: dict[str, int] = {}
