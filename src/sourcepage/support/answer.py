@@ -342,7 +342,7 @@ def extract_answer(
     other = [c for c in chosen if not c.risk and other_party(c) and c.p >= threshold]
     if mdl is not None and not fact_found and other:  # why not, in words (``support.check``)
         out["other_party"] = {
-            "asked": sorted(set(roles_in(q.text))),
+            "asked": sorted(set(q.roles)),
             "quoted": sorted({roles_in(c.text)[0] for c in other}),
         }
     return out
