@@ -109,7 +109,8 @@ def _page_chars(tp: pdfium.PdfTextPage) -> list[str]:
 
 
 def passage_ranges(page_chars: list[str], passage: str) -> list[tuple[int, int]]:
-    """Character ranges (first, last inclusive) of the page that hold ``passage``."""
+    """Character ranges (first, last inclusive) of the page that hold ``passage``: the
+    whole passage, else each of its lines (each of its sentences when it is one line)."""
     hay, where = _alnum_index(page_chars)
     if not hay:
         return []
@@ -120,7 +121,9 @@ def passage_ranges(page_chars: list[str], passage: str) -> list[tuple[int, int]]
             return [(where[at], where[at + len(needle) - 1])]
     ranges: list[tuple[int, int]] = []
     start = 0
-    for line in passage.splitlines():
+    lines = passage.splitlines()
+    # one line not found whole (a quote with "[…]", as the desk's image is asked for): its sentences
+    for line in lines if len(lines) > 1 else quote_pieces(passage):
         n, _ = _alnum_index(line)
         if len(n) < MIN_LINE:
             continue
