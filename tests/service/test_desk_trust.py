@@ -197,3 +197,17 @@ def test_a_form_posted_signed_out_to_a_public_service_comes_back_to_restore(fres
         other = c.post("/referrals/1/decision", data={"decision": "refuse"}, headers=elsewhere)
         assert other.status_code == 401
         assert c.post("/referrals/1/decision", json={"decision": "refuse"}).status_code == 401
+
+
+def test_any_browser_form_refused_for_its_session_goes_to_sign_in_and_back(client: TestClient) -> None:
+    """On this machine (no --public) a route answers a signed-out form with 401; a browser's
+    form (same-origin Referer, HTML accepted) is sent to sign in and back instead."""
+    browser = {"accept": "text/html", "referer": f"{LOCAL}/judge?question=Q1&page=loto_energy_control%23p3"}
+    form = {"grade": "2", "reviewer": "ada", "note": "typed"}
+    r = client.post("/judge", data=form, headers=browser, follow_redirects=False)
+    if r.status_code == 404:
+        pytest.skip("the judging pages are not installed")
+    assert r.status_code == 303
+    target = parse_qs(urlsplit(r.headers["location"]).query)["next"][0]
+    assert target == "/judge?question=Q1&page=loto_energy_control%23p3&restore=1"
+    assert client.post("/judge", data=form, follow_redirects=False).status_code == 401  # a script

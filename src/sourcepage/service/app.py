@@ -35,14 +35,16 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sourcepage.service import auth, desk, documents, hardening, pages, reviews, search, signin
+from sourcepage.service.auth import form_back
 from sourcepage.service.deps import HERE, JUDGING, TEMPLATES, open_shared_store, readable, segments
 from sourcepage.service.render import ImageGate
 from sourcepage.store.db import Store
@@ -89,6 +91,10 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
 
 
 async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+    if exc.status_code == 401 and (back := form_back(request.method, dict(request.headers))):
+        # a browser's form posted after its session ended (the judge's, the page view's):
+        # sign in, then back to the page it came from, where app.js puts back what was typed
+        return RedirectResponse("/login?" + urlencode({"next": back}), status_code=303)
     wants_html = "text/html" in request.headers.get("accept", "") and not request.url.path.startswith(
         JSON_PREFIXES
     )
