@@ -4,6 +4,7 @@ One module per stage, each only parsing options, calling the library and printin
 
 - ``corpus``: ingest, audit
 - ``manifest``: manifest draft (a folder of PDFs)
+- ``document``: document withdraw / restore
 - ``retrieval``: index, search
 - ``labels``: judge, calibrate, reviews, desk
 - ``serve``: serve, reviewer (add / remove / list)
@@ -23,7 +24,17 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import typer  # noqa: E402
 
-from sourcepage.cli import corpus, evaluation, labels, manifest, package, retrieval, serve, sweep  # noqa: E402
+from sourcepage.cli import (  # noqa: E402
+    corpus,
+    document,
+    evaluation,
+    labels,
+    manifest,
+    package,
+    retrieval,
+    serve,
+    sweep,
+)
 
 __all__ = ["app", "main"]
 
@@ -35,6 +46,7 @@ app = typer.Typer(
 # registered in the order ``sourcepage --help`` lists them
 app.command()(corpus.ingest)
 app.add_typer(manifest.manifest_app, name="manifest")
+app.add_typer(document.document_app, name="document")
 app.command()(corpus.audit)
 app.command()(retrieval.index)
 app.command()(retrieval.search)

@@ -1,13 +1,16 @@
 """The library: every document of a store with its provenance, its page count, its audit
 flags and the fields its manifest guessed (``GET /documents``, the ``/library`` page).
 
-Read only: the store's document rows and page audit (``Store.document_rows``,
-``Store.page_rows``), nothing written.
+The listing reads the store's document rows and page audit only (``Store.document_rows``,
+``Store.page_rows``). ``set_withdrawn`` withdraws a document from search or restores it
+(``sourcepage document withdraw|restore``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 from sourcepage.corpus.audit import summarize_audit
@@ -79,3 +82,25 @@ def matching(entries: Sequence[Mapping[str, Any]], wanted: Mapping[str, str]) ->
 def as_document(entry: Mapping[str, Any]) -> Document:
     """The manifest record of a library entry."""
     return Document.from_dict({k: v for k, v in entry.items() if isinstance(v, str)})
+
+
+def set_withdrawn(store_dir: str | Path, doc_id: str, withdrawn: bool, by: str, reason: str = "") -> str:
+    """Withdraw a document from search (or restore it), under the store's writer lock and
+    recorded in its run log (``withdraw`` / ``restore``: who, why). Its pages, chunks,
+    history and reviews stay; the indexes must be built again to leave it out (or put it
+    back). Returns the note kept with the document; StoreError when there is no such
+    searchable (or withdrawn) document."""
+    from sourcepage.store.lock import writer_lock
+    from sourcepage.store.schema import StoreError, now
+
+    command = "withdraw" if withdrawn else "restore"
+    note = f"withdrawn {now()} by {by}" + (f": {reason}" if reason else "")
+    with writer_lock(store_dir, command), closing(Store(store_dir)) as st:
+        run_id = st.start_run(command, {"doc_id": doc_id, "by": by, "reason": reason})
+        with st.transaction() as conn:
+            changed = st.set_withdrawn(conn, doc_id, withdrawn, note)
+        st.finish_run(run_id, "ok" if changed else "failed: no such document", {"doc_id": doc_id})
+    if not changed:
+        state = "searchable" if withdrawn else "withdrawn"
+        raise StoreError(f"{store_dir} holds no {state} document {doc_id!r}")
+    return note

@@ -157,7 +157,20 @@ class ManifestSource:
     def identify(
         self, store: Store, conn: Any, run_id: int, items: list[Document], warn: Warn
     ) -> list[Candidate]:
-        return [Candidate(doc, path=self._owner[doc.doc_id].pdf_path(doc)) for doc in items]
+        """The listed documents but the withdrawn ones (kept out, with a warning, until
+        ``sourcepage document restore``)."""
+        states = store.document_states([d.doc_id for d in items])
+        out = []
+        for doc in items:
+            if states.get(doc.doc_id, {}).get("status") == "withdrawn":
+                warn(
+                    doc.doc_id,
+                    "withdrawn",
+                    f"{doc.doc_id} is withdrawn: not ingested (sourcepage document restore)",
+                )
+                continue
+            out.append(Candidate(doc, path=self._owner[doc.doc_id].pdf_path(doc)))
+        return out
 
     def finish(self, store: Store, conn: Any, run_id: int) -> Removed:
         removed = []

@@ -78,7 +78,8 @@ def library_page(
     authority: Filter = "",
     doc_type: Filter = "",
 ) -> HTMLResponse:
-    """Every document with its provenance, filterable by jurisdiction, topic, authority and type."""
+    """Every document with its provenance, filterable by jurisdiction, topic, authority and
+    type; then the withdrawn ones (kept, not searched)."""
     entries = library(db)
     wanted = {"jurisdiction": jurisdiction, "topic": topic, "authority": authority, "doc_type": doc_type}
     shown = matching(entries, wanted)
@@ -92,6 +93,7 @@ def library_page(
             "wanted": wanted,
             "menus": {name: choices(entries, name) for name in LIBRARY_FILTERS},
             "audit_labels": AUDIT_LABELS,
+            "withdrawn": db.withdrawn_documents(),
         },
     )
 

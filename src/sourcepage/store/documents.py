@@ -269,6 +269,24 @@ class DocumentTables:
     def mark_removed(self, conn: sqlite3.Connection, doc_id: str) -> None:
         conn.execute("UPDATE documents SET status='removed' WHERE doc_id=?", (doc_id,))
 
+    def set_withdrawn(self, conn: sqlite3.Connection, doc_id: str, withdrawn: bool, note: str) -> bool:
+        """Withdraw a searchable document (status ``withdrawn``, ``note`` in its error column:
+        who, when, why) or restore a withdrawn one; its pages, chunks and history stay. False
+        when the store has no such document in the state to change."""
+        before, after = ("ok", "withdrawn") if withdrawn else ("withdrawn", "ok")
+        cur = conn.execute(
+            "UPDATE documents SET status=?, error=? WHERE doc_id=? AND status=?",
+            (after, note if withdrawn else None, doc_id, before),
+        )
+        return cur.rowcount == 1
+
+    def withdrawn_documents(self) -> list[tuple[Document, str]]:
+        """The withdrawn documents by doc_id, each with its withdrawal note."""
+        rows = self.conn.execute(
+            "SELECT metadata, error FROM documents WHERE status='withdrawn' ORDER BY doc_id"
+        ).fetchall()
+        return [(Document.from_dict(json.loads(m)), e or "") for m, e in rows]
+
     def set_cleaned(self, conn: sqlite3.Connection, doc_id: str, cleaned: list[str]) -> None:
         """Replace the cleaned text of a document's pages (page i+1 ← cleaned[i])."""
         conn.executemany(
