@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from sourcepage.cli import app as cli
 from sourcepage.corpus.audit import summarize_audit
+from sourcepage.retrieval.index import build_indexes
 from sourcepage.service.app import create_app
 from sourcepage.store.db import Store
 from tests.service_client import LocalClient
@@ -123,10 +124,14 @@ def drafted_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return store
 
 
-def test_drafted_documents_say_what_was_guessed(drafted_store: Path) -> None:
-    with LocalClient(create_app(drafted_store)) as c:
+def test_drafted_documents_say_what_was_guessed(drafted_store: Path, tmp_path: Path) -> None:
+    store = Path(shutil.copytree(drafted_store, tmp_path / "store"))
+    build_indexes(store, ["raw"], ["bm25"])
+    with LocalClient(create_app(store)) as c:
         docs = {d["doc_id"]: d for d in c.get("/documents").json()}
         html = c.get("/library").text
+        page = c.get("/", params={"q": "What are the duties of officers?", "method": "bm25"}).text
+    assert "NZ (guessed from the text)" in page  # the result cards say it too
     assert docs["osha3120-lockout-tagout"]["guessed"] == []
     assert docs["osha3120-lockout-tagout"]["license"].startswith("US Government work")
     nz = docs["nz-hswa-2015-as-at-2025-04-05"]
