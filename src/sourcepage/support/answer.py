@@ -280,20 +280,15 @@ def extract_answer(
     ``query``: the parsed question (a text is parsed without corpus weights);
     ``results``: the ranked pages; ``texts`` maps a page id to its raw page text and
     whether the audit found its columns interleaved in that text (``Searcher.quote_texts``: the
-    raw page without running headers and footers; the
-    units are made from the raw text, else from the result's passage); ``cosines``: the
-    units' cosines with the question (``support.select.featurise``); ``model``: the
-    selector (True: the shipped one; None — or no ``cosines`` — the rule of before,
-    ``support.select.score``); ``cands``: ``candidates(query, results, texts)`` made and
-    ``select.prepare``d beforehand (the search does it while the question's e5 vector is
-    encoded). A unit of an interleaved
-    page may run two columns' text together: it is quoted (``layout_risk``) but does not
-    count as an answer. Returns ``{"status", "asked", "fact_found", "quotes": [{"text",
-    "sentences", "spans", "page", "chunk_id", "citation", "jurisdiction", "score", "answers",
-    "layout_risk", "section"}],
-    "text"}``: ``text`` is the passage quoted, ``sentences`` the chosen units in it and
-    ``spans`` their [start, end) characters in ``text`` (to show them emphasised); ``score``
-    is the best of their P(states the answer).
+    raw page without running headers and footers; the units are made from the raw text, else
+    from the result's passage); ``cosines``: the units' cosines with the question
+    (``support.select.featurise``); ``model``: the selector (True: the shipped one; None — or
+    no ``cosines`` — the rule of before, ``support.select.score``); ``cands``:
+    ``candidates(query, results, texts)`` made and ``select.prepare``d beforehand (the search
+    does it while the question's e5 vector is encoded). A unit of an interleaved page may run
+    two columns' text together: it is quoted (``layout_risk``) but does not count as an
+    answer. Returns ``{"status", "asked", "fact_found", "quotes": [``_quote``], "text"}`` and
+    ``first_quote`` when the first quote is not the top page's (``first_quote``).
     """
     q = Query.parse(query) if isinstance(query, str) else query
     asked = q.describe_asked()
