@@ -75,7 +75,9 @@ def write_report(result: RunResult, qs: Sequence[Question]) -> Path:
         _field_sections(per_q, runs),
     ]
     if support and support["versions"]:
-        parts += [support_section(support), quotes_section(support)]
+        parts.append(support_section(support))
+    if support and support.get("search"):  # what the search decides, with or without the study
+        parts.append(quotes_section(support))
     parts += [
         _failures_section(per_q, qs, runs),
         ratings_section(qs),
