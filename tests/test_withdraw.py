@@ -61,6 +61,11 @@ def test_withdraw_and_restore(fresh_store: Path, fresh_corpus: Path) -> None:
         html = c.get("/library").text
         assert f'data-withdrawn="{DOC}"' in html and "by ada: superseded" in html
         assert any(f"{DOC}#p2" in r["pages"] for r in c.get("/reviews").json()["reviews"])  # reviews kept
+        # and the pages they cite still open, saying the document is withdrawn
+        assert "by ada: superseded" in c.get(f"/pages/{DOC}%23p2").json()["withdrawn"]
+        view = c.get(f"/view/{DOC}%23p2")
+        assert view.status_code == 200 and "Withdrawn: withdrawn" in view.text
+        assert c.get(f"/pages/{DOC}%23p2/image").status_code == 200
 
     # the manifest still lists it: ingest leaves it out, with a warning
     res = run(app, ["ingest", "--corpus", str(fresh_corpus), "--store", str(fresh_store)])

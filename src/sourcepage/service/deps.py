@@ -147,14 +147,15 @@ def documents_by_id(db: Store) -> dict[str, Document]:
     return {d.doc_id: d for d in db.documents()}
 
 
-def resolve_page(db: Store, page_id: str) -> tuple[Document, int, dict[str, Any]]:
+def resolve_page(db: Store, page_id: str, withdrawn: bool = False) -> tuple[Document, int, dict[str, Any]]:
     """(document, page number, page row with ``n_pages``) of a page id; 422 malformed,
-    404 unknown."""
+    404 unknown (a withdrawn document's page too, unless ``withdrawn``: the page views keep
+    the citations of reviews resolvable)."""
     try:
         doc_id, n = parse_page_id(page_id)
     except ValueError as e:
         raise HTTPException(422, str(e)) from None
-    d = db.document(doc_id)
+    d = db.document(doc_id, withdrawn=withdrawn)
     if d is None:
         raise HTTPException(404, f"no document {doc_id!r} in this store")
     row = db.page(doc_id, n)

@@ -110,7 +110,7 @@ def pdf_path(corpus: Path | None, d: Document, shas: ShaCache) -> Path:
 
 @router.get("/pages/{page_id}", tags=["store"], summary="A page: raw and cleaned text, metadata, audit")
 def page(page_id: str, db: DB) -> dict[str, Any]:
-    d, n, row = resolve_page(db, page_id)
+    d, n, row = resolve_page(db, page_id, withdrawn=True)
     return {
         "page": page_id,
         "doc_id": d.doc_id,
@@ -126,6 +126,7 @@ def page(page_id: str, db: DB) -> dict[str, Any]:
             **{key: bool(row[key]) for key, _ in AUDIT_FLAGS},
         },
         "image": f"/pages/{page_id.replace('#', '%23')}/image",
+        "withdrawn": db.withdrawal_note(d.doc_id),  # '' unless the document was withdrawn
     }
 
 
@@ -171,7 +172,7 @@ def _page_image(
     scale: float,
 ) -> Response:
     """The PNG of ``page_image``, rendered in an image thread."""
-    d, n, _row = resolve_page(db, page_id)
+    d, n, _row = resolve_page(db, page_id, withdrawn=True)
     chunk_text = chunk_of(db, page_id, chunk, version)[0]
     # with a chunk, ``highlight`` is the quoted sentence, marked more strongly inside it
     passage, quote = (chunk_text, highlight) if chunk_text and highlight else (highlight or chunk_text, "")
@@ -224,7 +225,7 @@ def view_context(
     words marked, the search it came from, and the reviews of the question."""
     p = ui_params(request)
     qp = request.query_params
-    d, n, row = resolve_page(db, page_id)
+    d, n, row = resolve_page(db, page_id, withdrawn=True)
     chunk_id = qp.get("chunk", "")
     passage, spans = chunk_of(db, page_id, chunk_id, p["version"]) if chunk_id else ("", [])
     terms = content_terms(p["q"]) if p["q"].strip() else set()
@@ -277,6 +278,7 @@ def view_context(
         "form_error": form_error,
         "form": form or {},
         "image_ok": corpus is not None and d.file.lower().endswith(".pdf"),
+        "withdrawn": db.withdrawal_note(d.doc_id),
     }
 
 

@@ -102,10 +102,12 @@ class DocumentTables:
         """The good documents by doc_id, read on demand (see DocumentMap)."""
         return DocumentMap(self)
 
-    def document(self, doc_id: str) -> Document | None:
-        """One successfully ingested document, or None."""
+    def document(self, doc_id: str, withdrawn: bool = False) -> Document | None:
+        """One successfully ingested document (or a withdrawn one, when ``withdrawn``: its
+        pages stay citable), or None."""
+        statuses = ("ok", "withdrawn") if withdrawn else ("ok", "ok")
         row = self.conn.execute(
-            "SELECT metadata FROM documents WHERE doc_id=? AND status='ok'", (doc_id,)
+            "SELECT metadata FROM documents WHERE doc_id=? AND status IN (?,?)", (doc_id, *statuses)
         ).fetchone()
         return Document.from_dict(json.loads(row[0])) if row else None
 
@@ -279,6 +281,13 @@ class DocumentTables:
             (after, note if withdrawn else None, doc_id, before),
         )
         return cur.rowcount == 1
+
+    def withdrawal_note(self, doc_id: str) -> str:
+        """The note of a withdrawn document (who, when, why); '' for any other."""
+        row = self.conn.execute(
+            "SELECT error FROM documents WHERE doc_id=? AND status='withdrawn'", (doc_id,)
+        ).fetchone()
+        return (row[0] or "withdrawn") if row else ""
 
     def withdrawn_documents(self) -> list[tuple[Document, str]]:
         """The withdrawn documents by doc_id, each with its withdrawal note."""
