@@ -153,8 +153,12 @@ def _built(log: LabelLog, rows: list[Label]) -> list[Referral]:
     decisions = {}
     for x in log.deciding(r.id for r in refs):
         decisions[int(x.body["referral"])] = from_label(x)
+    asks: dict[str, list[str]] = {}
+    if refs:
+        for a in log.labels("ask", subjects=[str(r.id) for r in refs]):
+            asks.setdefault(a.subject, []).append(a.created_at)
     for r in refs:
-        r.asks = [a.created_at for a in log.labels("ask", str(r.id))]
+        r.asks = asks.get(str(r.id), [])
         r.decision = decisions.get(r.id)
     return refs
 

@@ -62,33 +62,73 @@ CREATE TRIGGER IF NOT EXISTS labels_no_delete BEFORE DELETE ON labels
 #: the indexes the desk reads by (issue 51: every read scanned the whole log). Created and
 #: filled for the rows already there in one transaction, then kept by triggers:
 #: ``label_seq``: each row's number among its kind (the number people see);
-#: ``label_tags``: a referral's jurisdictions and topics ('jurisdiction:UK', 'topic:loto');
-#: ``labels_review_referral``: the reviews that decide a referral, by its number.
+#: ``referral_tags``: a referral's jurisdictions and topics ('jurisdiction:UK', 'topic:loto'),
+#: by its number;
+#: ``labels_review_referral``: the reviews that decide a referral, by its number;
+#: ``label_decided``: the numbers of the referrals a review decided;
+#: ``tag_counts``: referrals and decided ones by tag and by pair of tags ('a|b', sorted).
 _INDEXES = """
 BEGIN IMMEDIATE;
+DROP TRIGGER IF EXISTS label_seq_on_insert;
+DROP TRIGGER IF EXISTS label_tags_on_insert;
+DROP TRIGGER IF EXISTS label_decided_on_insert;
+DROP TRIGGER IF EXISTS label_index_on_insert;
+DROP TABLE IF EXISTS label_tags;
 CREATE TABLE IF NOT EXISTS label_seq (
   id INTEGER PRIMARY KEY, kind TEXT NOT NULL, seq INTEGER NOT NULL, UNIQUE (kind, seq));
-CREATE TRIGGER IF NOT EXISTS label_seq_on_insert AFTER INSERT ON labels BEGIN
-  INSERT INTO label_seq (id, kind, seq) VALUES (NEW.id, NEW.kind,
-    COALESCE((SELECT MAX(seq) FROM label_seq WHERE kind = NEW.kind), 0) + 1); END;
-INSERT OR IGNORE INTO label_seq (id, kind, seq)
-  SELECT id, kind, ROW_NUMBER() OVER (PARTITION BY kind ORDER BY id) FROM labels
-  WHERE NOT EXISTS (SELECT 1 FROM labels_meta WHERE key = 'indexed:seq');
-CREATE TABLE IF NOT EXISTS label_tags (tag TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (tag, id))
+CREATE TABLE IF NOT EXISTS referral_tags (tag TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (tag, seq))
   WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS label_tags_on_insert AFTER INSERT ON labels WHEN NEW.kind = 'referral' BEGIN
-  INSERT OR IGNORE INTO label_tags SELECT 'jurisdiction:' || value, NEW.id
-    FROM json_each(NEW.body, '$.jurisdictions');
-  INSERT OR IGNORE INTO label_tags SELECT 'topic:' || value, NEW.id FROM json_each(NEW.body, '$.topics'); END;
-INSERT OR IGNORE INTO label_tags SELECT 'jurisdiction:' || j.value, l.id
-  FROM labels l, json_each(l.body, '$.jurisdictions') j
-  WHERE l.kind = 'referral' AND NOT EXISTS (SELECT 1 FROM labels_meta WHERE key = 'indexed:seq');
-INSERT OR IGNORE INTO label_tags SELECT 'topic:' || t.value, l.id
-  FROM labels l, json_each(l.body, '$.topics') t
-  WHERE l.kind = 'referral' AND NOT EXISTS (SELECT 1 FROM labels_meta WHERE key = 'indexed:seq');
+CREATE INDEX IF NOT EXISTS referral_tags_by_seq ON referral_tags (seq, tag);
+CREATE TABLE IF NOT EXISTS label_decided (seq INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS tag_counts (
+  key TEXT PRIMARY KEY, total INTEGER NOT NULL, decided INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS labels_review_referral ON labels (json_extract(body, '$.referral'), id)
   WHERE kind = 'review';
-INSERT OR IGNORE INTO labels_meta VALUES ('indexed:seq', '1');
+CREATE TRIGGER IF NOT EXISTS label_index_on_insert AFTER INSERT ON labels BEGIN
+  INSERT INTO label_seq (id, kind, seq) VALUES (NEW.id, NEW.kind,
+    COALESCE((SELECT MAX(seq) FROM label_seq WHERE kind = NEW.kind), 0) + 1);
+  INSERT OR IGNORE INTO referral_tags
+    SELECT 'jurisdiction:' || value, (SELECT seq FROM label_seq WHERE id = NEW.id)
+    FROM json_each(NEW.body, '$.jurisdictions') WHERE NEW.kind = 'referral';
+  INSERT OR IGNORE INTO referral_tags
+    SELECT 'topic:' || value, (SELECT seq FROM label_seq WHERE id = NEW.id)
+    FROM json_each(NEW.body, '$.topics') WHERE NEW.kind = 'referral';
+  INSERT INTO tag_counts (key, total, decided)
+    SELECT key, 1, 0 FROM (
+      SELECT tag AS key FROM referral_tags WHERE seq = (SELECT seq FROM label_seq WHERE id = NEW.id)
+      UNION ALL SELECT a.tag || '|' || b.tag FROM referral_tags a
+      JOIN referral_tags b ON b.seq = a.seq AND b.tag > a.tag
+      WHERE a.seq = (SELECT seq FROM label_seq WHERE id = NEW.id))
+    WHERE NEW.kind = 'referral' ON CONFLICT (key) DO UPDATE SET total = total + 1;
+  UPDATE tag_counts SET decided = decided + 1
+    WHERE NEW.kind = 'review' AND json_extract(NEW.body, '$.referral') IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM label_decided WHERE seq = json_extract(NEW.body, '$.referral'))
+    AND key IN (
+      SELECT tag AS key FROM referral_tags WHERE seq = json_extract(NEW.body, '$.referral')
+      UNION ALL SELECT a.tag || '|' || b.tag FROM referral_tags a
+      JOIN referral_tags b ON b.seq = a.seq AND b.tag > a.tag
+      WHERE a.seq = json_extract(NEW.body, '$.referral'));
+  INSERT OR IGNORE INTO label_decided SELECT json_extract(NEW.body, '$.referral')
+    WHERE NEW.kind = 'review' AND json_extract(NEW.body, '$.referral') IS NOT NULL; END;
+INSERT OR IGNORE INTO label_seq (id, kind, seq)
+  SELECT id, kind, ROW_NUMBER() OVER (PARTITION BY kind ORDER BY id) FROM labels
+  WHERE NOT EXISTS (SELECT 1 FROM labels_meta WHERE key = 'indexed:4');
+INSERT OR IGNORE INTO referral_tags SELECT 'jurisdiction:' || j.value, s.seq
+  FROM labels l JOIN label_seq s ON s.id = l.id, json_each(l.body, '$.jurisdictions') j
+  WHERE l.kind = 'referral' AND NOT EXISTS (SELECT 1 FROM labels_meta WHERE key = 'indexed:4');
+INSERT OR IGNORE INTO referral_tags SELECT 'topic:' || t.value, s.seq
+  FROM labels l JOIN label_seq s ON s.id = l.id, json_each(l.body, '$.topics') t
+  WHERE l.kind = 'referral' AND NOT EXISTS (SELECT 1 FROM labels_meta WHERE key = 'indexed:4');
+INSERT OR IGNORE INTO label_decided SELECT json_extract(body, '$.referral') FROM labels
+  WHERE kind = 'review' AND json_extract(body, '$.referral') IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM labels_meta WHERE key = 'indexed:4');
+INSERT OR REPLACE INTO tag_counts (key, total, decided)
+  SELECT k.key, COUNT(*), SUM(d.seq IS NOT NULL) FROM (
+    SELECT seq, tag AS key FROM referral_tags UNION ALL SELECT a.seq, a.tag || '|' || b.tag
+      FROM referral_tags a JOIN referral_tags b ON b.seq = a.seq AND b.tag > a.tag) k
+  LEFT JOIN label_decided d ON d.seq = k.seq
+  WHERE NOT EXISTS (SELECT 1 FROM labels_meta WHERE key = 'indexed:4') GROUP BY k.key;
+INSERT OR IGNORE INTO labels_meta VALUES ('indexed:4', '1');
 COMMIT;
 """
 #: a label row with its number among its kind (``l``: labels, ``s``: label_seq)
@@ -206,7 +246,7 @@ class LabelLog:
 
     def _indexed(self) -> bool:
         try:
-            return bool(self.conn.execute("SELECT 1 FROM labels_meta WHERE key = 'indexed:seq'").fetchone())
+            return bool(self.conn.execute("SELECT 1 FROM labels_meta WHERE key = 'indexed:4'").fetchone())
         except sqlite3.OperationalError:  # no labels_meta: not a label log yet
             return False
 
@@ -279,19 +319,31 @@ class LabelLog:
         actor: str | None = None,
         after: int = 0,
         seqs: Iterable[int] | None = None,
+        subjects: Iterable[str] | None = None,
     ) -> list[Label]:
-        """Labels oldest first, optionally of one kind / subject / actor, after an id, or
-        with the given numbers among their kind (``seqs``)."""
-        sql = f"SELECT {_ROW} FROM {_FROM} WHERE l.id > ?"
+        """Labels oldest first, optionally of one kind / subject (or any of ``subjects``) /
+        actor, after an id, or with the given numbers among their kind (``seqs``)."""
+        by_number = seqs is not None  # then kind goes to label_seq's (kind, seq) index, not labels'
+        source = _FROM
+        if kind is not None and not by_number and (subject is not None or subjects is not None):
+            source = source.replace("labels l", "labels l INDEXED BY labels_by_subject", 1)  # not id order
+        sql = f"SELECT {_ROW} FROM {source} WHERE l.id > ?"
         args: list[Any] = [after]
-        for col, val in (("l.kind", kind), ("l.subject", subject), ("l.actor", actor)):
+        for col, val in (("l.kind", None if by_number else kind), ("l.subject", subject), ("l.actor", actor)):
             if val is not None:
                 sql += f" AND {col} = ?"
                 args.append(val)
+        if subjects is not None:
+            among = sorted(set(subjects))
+            sql += f" AND l.subject IN ({', '.join('?' * len(among))})"
+            args += among
         if seqs is not None:
             wanted = sorted({int(n) for n in seqs})
             sql += f" AND s.seq IN ({', '.join('?' * len(wanted))})"
             args += wanted
+            if kind is not None:
+                sql += " AND s.kind = ?"
+                args.append(kind)
         return self._labels(sql + " ORDER BY l.id", args)
 
     def _labels(self, sql: str, args: Iterable[Any]) -> list[Label]:
@@ -305,49 +357,64 @@ class LabelLog:
         out: list[Label] = []
         for i in range(0, len(wanted), 500):
             part = wanted[i : i + 500]
+            marks = ", ".join("?" * len(part))
             sql = (
-                f"SELECT {_ROW} FROM {_FROM} WHERE l.kind = 'review'"
-                f" AND json_extract(l.body, '$.referral') IN ({', '.join('?' * len(part))})"
+                f"SELECT {_ROW} FROM labels l INDEXED BY labels_review_referral JOIN label_seq s"
+                f" ON s.id = l.id WHERE l.kind = 'review' AND json_extract(l.body, '$.referral') IN ({marks})"
             )
             out += self._labels(sql, part)
         return sorted(out, key=lambda x: x.id)
 
-    def _where(self, decided: bool | None, tags: Iterable[str]) -> tuple[str, list[Any]]:
-        """The WHERE of a referral listing: decided or not (None: both), and each tag."""
-        sql, args = "l.kind = 'referral'", []
-        for tag in tags:
-            sql += " AND EXISTS (SELECT 1 FROM label_tags t WHERE t.tag = ? AND t.id = l.id)"
+    def _where(self, decided: bool | None, tags: list[str]) -> tuple[str, str, list[Any]]:
+        """(FROM, WHERE, args) of referral numbers ``x.seq`` in order, driven by an index so
+        that a page stops at its limit: the first tag's numbers ('jurisdiction:UK'), else
+        every referral's; decided or not (None: both) by ``label_decided``."""
+        if tags:
+            source, where, args = "referral_tags x", "x.tag = ?", [tags[0]]
+        else:
+            source, where, args = "label_seq x", "x.kind = 'referral'", []
+        for tag in tags[1:]:
+            where += " AND EXISTS (SELECT 1 FROM referral_tags t WHERE t.tag = ? AND t.seq = x.seq)"
             args.append(tag)
         if decided is not None:
-            sql += (
-                f" AND {'' if decided else 'NOT '}EXISTS (SELECT 1 FROM labels r WHERE r.kind = 'review'"
-                " AND json_extract(r.body, '$.referral') = s.seq)"
-            )
-        return sql, args
+            no = "" if decided else "NOT "
+            where += f" AND {no}EXISTS (SELECT 1 FROM label_decided d WHERE d.seq = x.seq)"
+        return source, where, args
 
     def referral_page(
         self, decided: bool | None = None, tags: Iterable[str] = (), after: int = 0, limit: int = 50
     ) -> list[Label]:
         """Referrals numbered above ``after``, oldest first, at most ``limit``: decided or
         not (None: both), holding every tag ('jurisdiction:UK', 'topic:loto')."""
-        where, args = self._where(decided, list(tags))
-        sql = f"SELECT {_ROW} FROM {_FROM} WHERE {where} AND s.seq > ? ORDER BY s.seq LIMIT ?"
-        return self._labels(sql, [*args, after, limit])
+        tags = sorted(set(tags), key=self._tag_total)  # the rarer tag drives the scan
+        source, where, args = self._where(decided, tags)
+        sql = f"SELECT x.seq FROM {source} WHERE {where} AND x.seq > ? ORDER BY x.seq LIMIT ?"
+        numbers = [n for (n,) in self.conn.execute(sql, [*args, after, limit])]
+        return self.labels("referral", seqs=numbers) if numbers else []
+
+    def _tag_total(self, tag: str) -> int:
+        row = self.conn.execute("SELECT total FROM tag_counts WHERE key = ?", (tag,)).fetchone()
+        return int(row[0]) if row else 0
 
     def referral_counts(self, tags: Iterable[str] = ()) -> dict[str, int]:
         """How many referrals (holding every tag) are pending and decided."""
         tags = list(tags)
         if not tags:  # two index counts, whatever the size of the log
-            (total,) = self.conn.execute("SELECT COUNT(*) FROM label_seq WHERE kind = 'referral'").fetchone()
-            (decided,) = self.conn.execute(
-                "SELECT COUNT(DISTINCT json_extract(body, '$.referral')) FROM labels"
-                " WHERE kind = 'review' AND json_extract(body, '$.referral') IS NOT NULL"
+            # numbers run 1, 2, … without a gap (the log is append-only): the last is the count
+            (total,) = self.conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM label_seq WHERE kind = 'referral'"
             ).fetchone()
+            (decided,) = self.conn.execute("SELECT COUNT(*) FROM label_decided").fetchone()
+        elif len(tags) <= 2:  # kept by the triggers: one row
+            row = self.conn.execute(
+                "SELECT total, decided FROM tag_counts WHERE key = ?", ("|".join(sorted(set(tags))),)
+            ).fetchone()
+            total, decided = row or (0, 0)
         else:
-            where, args = self._where(None, tags)
-            (total,) = self.conn.execute(f"SELECT COUNT(*) FROM {_FROM} WHERE {where}", args).fetchone()
-            where, args = self._where(True, tags)
-            (decided,) = self.conn.execute(f"SELECT COUNT(*) FROM {_FROM} WHERE {where}", args).fetchone()
+            source, where, args = self._where(None, tags)
+            (total,) = self.conn.execute(f"SELECT COUNT(*) FROM {source} WHERE {where}", args).fetchone()
+            source, where, args = self._where(True, tags)
+            (decided,) = self.conn.execute(f"SELECT COUNT(*) FROM {source} WHERE {where}", args).fetchone()
         return {"pending": int(total) - int(decided), "decided": int(decided)}
 
     def tags(self, prefix: str) -> list[str]:
@@ -357,7 +424,7 @@ class LabelLog:
         last = prefix
         while True:
             (tag,) = self.conn.execute(
-                "SELECT MIN(tag) FROM label_tags WHERE tag > ? AND tag < ?", (last, prefix + "\U0010ffff")
+                "SELECT MIN(tag) FROM referral_tags WHERE tag > ? AND tag < ?", (last, prefix + "\U0010ffff")
             ).fetchone()
             if tag is None or not tag.startswith(prefix):
                 return out
