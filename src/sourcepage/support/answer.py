@@ -185,7 +185,8 @@ def passages(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> list[Pa
     """The quotes of ``chosen`` as passages: each unit with the units just before and after
     it on its page (``CONTEXT``; the one after first, while the passage stays within
     ``MAX_PASSAGE`` characters), whole units only, none from a page of another layout
-    risk, none that leaves a bracket open or ends on "(see" (``_DANGLING``), and only from
+    risk, none that leaves a bracket open or ends on "(see" (``_DANGLING``) unless the quoted
+    unit closes it ("… 7 feet in height. (When these stacks reach …" before "… level.)"), and only from
     under the same heading (the end of s 57 is no context for the first sentence of s 58,
     nor "You must use a lockout program", under "When do I use lockout?", for the sentence
     before that heading); passages of one page and heading that meet are merged, and
@@ -206,8 +207,9 @@ def passages(chosen: Sequence[Candidate], cands: Sequence[Candidate]) -> list[Pa
             nb = by_place.get((c.page.page, c.position + k))
             if nb is None or nb.risk != c.risk or nb.text in c.text or c.text in nb.text:
                 continue
-            if nb.unit.heading != c.unit.heading or _dangling(nb.text):  # another section's text
-                continue
+            pair = f"{nb.text} {c.text}" if k < 0 else f"{c.text} {nb.text}"
+            if nb.unit.heading != c.unit.heading or (_dangling(nb.text) and _dangling(pair)):
+                continue  # another section's text, or a bracket it opens and nothing closes
             if size + len(nb.text) + 1 > MAX_PASSAGE:
                 continue
             parts.append(nb)
