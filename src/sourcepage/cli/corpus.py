@@ -78,7 +78,10 @@ def ingest(
         str, typer.Option(help="Comma-separated header fields.")
     ] = "title,topic,authority,jurisdiction,year,page",
     workers: Annotated[
-        int, typer.Option(help="Extraction processes (0: one per core for corpora over 64 MB, else 1).")
+        int,
+        typer.Option(
+            min=0, max=256, help="Extraction processes (0: one a core for corpora over 64 MB, else 1)."
+        ),
     ] = 0,
     force: Annotated[bool, typer.Option(help="Re-extract every document.")] = False,
     beir: BeirOpt = None,

@@ -61,7 +61,7 @@ def index(
     workers: Annotated[
         int,
         typer.Option(
-            help="Processes that embed chunks and sentences (one thread each; default: one a core)."
+            min=0, max=256, help="Processes that embed chunks and sentences (one thread each; 0: one a core)."
         ),
     ] = 0,
     sentences: Annotated[
