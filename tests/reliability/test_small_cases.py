@@ -24,3 +24,16 @@ def test_ingest_and_index_refuse_a_bad_worker_count(
         assert res.exit_code == 2, (args[0], res.exit_code, res.output[-500:])
         assert "--workers" in res.output, res.output[-500:]
     assert not store.exists()
+
+
+def test_search_json_sends_no_c1_control_to_the_terminal(indexed_store: Path) -> None:
+    """An 8-bit CSI (U+009B) in text — a PDF's, or the question's — is escaped as \\u009b:
+    JSON escapes C0 by itself, not DEL or C1."""
+    import json
+
+    question = "lockbox \u009b2J\u009b]0;pwned\u0007 \u007f group"
+    args = ["search", question, "--store", str(indexed_store), "--method", "bm25", "--json"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output[-500:]
+    assert not any(0x7F <= ord(c) <= 0x9F or (ord(c) < 0x20 and c not in "\n") for c in res.stdout)
+    assert json.loads(res.stdout)["question"] == question  # the text itself is kept

@@ -8,6 +8,7 @@ a markup string.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -42,6 +43,7 @@ __all__ = [
     "terminal_safe",
     "out",
     "progress",
+    "json_text",
     "ray_executor",
     "ticker",
 ]
@@ -54,6 +56,14 @@ CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def terminal_safe(text: str) -> str:
     """``text`` without control characters (tab and newline stay)."""
     return CONTROL.sub("", text)
+
+
+def json_text(obj: object) -> str:
+    """``obj`` as indented JSON for a terminal: non-ASCII text kept readable, but DEL and
+    the C1 controls (U+007F-U+009F: U+009B is an 8-bit CSI) escaped as ``\\u`` — JSON
+    escapes only C0 itself, and a PDF's text reaches ``search --json``."""
+    text = json.dumps(obj, ensure_ascii=False, indent=2)
+    return re.sub(r"[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 class SafeConsole(Console):

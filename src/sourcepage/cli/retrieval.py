@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from sourcepage.cli._common import (
     err,
     escape,
     fail,
+    json_text,
     out,
     progress,
     ray_executor,
@@ -387,7 +387,7 @@ def search(
         except (StoreError, ValueError, RuntimeError) as e:
             fail(str(e))
     if as_json:
-        sys.stdout.write(json.dumps(res, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(json_text(res) + "\n")
         return
     out.print(_results_table(res, version, question, out.width))
     folded_line(res)
