@@ -37,3 +37,16 @@ def test_search_json_sends_no_c1_control_to_the_terminal(indexed_store: Path) ->
     assert res.exit_code == 0, res.output[-500:]
     assert not any(0x7F <= ord(c) <= 0x9F or (ord(c) < 0x20 and c not in "\n") for c in res.stdout)
     assert json.loads(res.stdout)["question"] == question  # the text itself is kept
+
+
+@pytest.mark.parametrize("name", ["Ada Lovelace", "-ada", "ada\u202e", "", "a" * 65])
+def test_reviews_refuses_names_reviewer_add_refuses(indexed_store: Path, name: str) -> None:
+    """``reviews --reviewer`` recorded names that ``reviewer add`` refuses; now the same
+    rule (store.reviewers.check_name), before the search runs, and nothing is written."""
+    args = ["reviews", "--store", str(indexed_store), "--question", "group lockbox", "--decision", "refuse",
+            "--reviewer", name, "--method", "bm25"]  # fmt: skip
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2 and "reviewer name" in res.output, res.output[-500:]
+    assert not (indexed_store / "labels.sqlite").exists()
+    ok = CliRunner().invoke(app, [*args[:-4], "--reviewer", "ada.l", "--method", "bm25"])
+    assert ok.exit_code == 0, ok.output[-500:]

@@ -294,6 +294,9 @@ def reviews(
         st = Store(store)
         if question:
             from sourcepage.api import search
+            from sourcepage.store.reviewers import check_name
+
+            check_name((reviewer or "").strip())  # before the search, which may refer the question
 
             res = search(question, store, method=method, k=5, version=version, answer=False)
             referral = (res.get("referral") or {}).get("id")  # a review decision: this decides its referral

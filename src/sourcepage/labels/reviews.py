@@ -26,6 +26,7 @@ from typing import Any
 
 from sourcepage.records import parse_page_id
 from sourcepage.store.labels import Label, LabelLog, normalise_question
+from sourcepage.store.reviewers import check_name
 from sourcepage.vocabulary import TEXT_VERSIONS
 
 SYSTEM_DECISIONS: tuple[str, ...] = ("answer", "refuse", "review")
@@ -105,6 +106,11 @@ def validate(
         problems.append("a refusal cannot list evidence pages")
     if not reviewer.strip():
         problems.append("the reviewer's name is empty")
+    else:  # the names `reviewer add` accepts, and no other (issue 51)
+        try:
+            check_name(reviewer.strip())
+        except ValueError as e:
+            problems.append(str(e))
     if len(note) > MAX_NOTE:
         problems.append(f"the note is longer than {MAX_NOTE} characters")
     return problems
