@@ -50,3 +50,26 @@ def test_reviews_refuses_names_reviewer_add_refuses(indexed_store: Path, name: s
     assert not (indexed_store / "labels.sqlite").exists()
     ok = CliRunner().invoke(app, [*args[:-4], "--reviewer", "ada.l", "--method", "bm25"])
     assert ok.exit_code == 0, ok.output[-500:]
+
+
+@pytest.mark.parametrize(
+    ("column", "words"),
+    [
+        (" phase ", "spaces around the column name"),
+        ("Phase", "lower case: write 'phase'"),
+        ("", "empty column name"),
+        ("Title", "lower case: write 'title'"),
+    ],
+)
+def test_a_misspelt_extra_column_is_refused(
+    fresh_corpus: Path, tmp_path: Path, column: str, words: str
+) -> None:
+    """' phase ', 'Phase' and an empty column name were kept as extra columns nobody reads."""
+    manifest = fresh_corpus / "manifest.csv"
+    lines = manifest.read_text(encoding="utf-8").splitlines()
+    cell = f'"{column}"' if column.strip() != column else column
+    lines = [lines[0] + "," + cell] + [line + ",structure" for line in lines[1:]]
+    manifest.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["ingest", "--corpus", str(fresh_corpus), "--store", str(tmp_path / "s")])
+    assert res.exit_code == 2 and words in " ".join(res.output.split()), res.output[-600:]
+    assert not (tmp_path / "s").exists()

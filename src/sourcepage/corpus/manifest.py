@@ -104,6 +104,23 @@ class Manifest:
         return self.corpus_dir / "pdf" / doc.file
 
 
+def _header_names(header: list[str], name: str) -> list[Problem]:
+    """Column names that would be kept under a name nobody reads: empty, with spaces
+    around them (' phase '), or a known column in other letter case ('Phase')."""
+    from sourcepage.corpus.fields import NAMED_FIELDS
+
+    known = {*MANIFEST_COLUMNS, *NAMED_FIELDS}
+    out = []
+    for i, c in enumerate(header, 1):
+        if not c.strip():
+            out.append(Problem(name, 1, f"column {i}", "empty column name (a stray comma in the header?)"))
+        elif c != c.strip():
+            out.append(Problem(name, 1, c, f"spaces around the column name: write {c.strip()!r}"))
+        elif c not in known and c.lower() in known:
+            out.append(Problem(name, 1, c, f"column names are lower case: write {c.lower()!r}"))
+    return out
+
+
 def read_manifest(
     corpus_dir: str | Path,
     *,
@@ -124,6 +141,7 @@ def read_manifest(
     header = reader.fieldnames or []
     dupes = sorted({c for c in header if header.count(c) > 1})
     problems = [Problem(name, 1, c, "column appears more than once in header") for c in dupes]
+    problems += _header_names(header, name)
     warnings: list[Problem] = []
     extra_cols = tuple(c for c in header if c not in MANIFEST_COLUMNS and c)
     seen: dict[str, int] = {}
