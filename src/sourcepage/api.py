@@ -7,6 +7,7 @@ reviewed answer attached (``labels.referrals``)."""
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -219,13 +220,17 @@ def set_asset_url(store: str | Path, template: str) -> str:
 
 
 def filters_from_pairs(pairs: list[str] | None) -> Mapping[str, list[str]]:
-    """``["topic=loto", "jurisdiction=US,UK"]`` → {"topic": ["loto"], "jurisdiction": ["US", "UK"]}."""
+    """``["topic=loto", "jurisdiction=US,UK"]`` → {"topic": ["loto"], "jurisdiction": ["US", "UK"]}.
+    A comma inside a value is written ``\\,`` (``title=Lifting\\, slinging``), a backslash ``\\\\``."""
     out: dict[str, list[str]] = {}
     for p in pairs or []:
         key, eq, value = p.partition("=")
         if not eq or not key.strip():
             raise ValueError(f"filter {p!r} must look like field=value")
-        out.setdefault(key.strip(), []).extend(v.strip() for v in value.split(",") if v.strip())
+        parts = re.split(r"(?<!\\)((?:\\\\)*),", value)  # commas not escaped by a backslash
+        values = ["".join(parts[i : i + 2]) for i in range(0, len(parts), 2)]
+        values = [re.sub(r"\\([\\,])", r"\1", v).strip() for v in values]
+        out.setdefault(key.strip(), []).extend(v for v in values if v)
     return out
 
 

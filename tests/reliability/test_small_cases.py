@@ -73,3 +73,11 @@ def test_a_misspelt_extra_column_is_refused(
     res = CliRunner().invoke(app, ["ingest", "--corpus", str(fresh_corpus), "--store", str(tmp_path / "s")])
     assert res.exit_code == 2 and words in " ".join(res.output.split()), res.output[-600:]
     assert not (tmp_path / "s").exists()
+
+
+def test_a_filter_value_holding_a_comma_can_be_given() -> None:
+    """`--filter 'title=Lifting, slinging'` split at the comma; `\\,` now keeps it."""
+    from sourcepage.api import filters_from_pairs
+
+    got = filters_from_pairs(["title=Lifting\\, slinging", "jurisdiction=US, UK", "note=a\\\\,b"])
+    assert got == {"title": ["Lifting, slinging"], "jurisdiction": ["US", "UK"], "note": ["a\\", "b"]}

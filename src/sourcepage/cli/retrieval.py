@@ -355,8 +355,8 @@ def search(
         list[str] | None,
         typer.Option(
             "--filter",
-            help="field=value[,value]; repeatable. year_from=YYYY / year_to=YYYY bound the year; "
-            "section='Article 10' keeps the pages under a heading that holds those words.",
+            help="field=value[,value] (a comma in a value: \\,); repeatable. year_from=YYYY / year_to=YYYY "
+            "bound the year; section='Article 10' keeps the pages under a heading that holds those words.",
         ),
     ] = None,
     as_json: Annotated[
