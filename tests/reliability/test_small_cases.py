@@ -81,3 +81,31 @@ def test_a_filter_value_holding_a_comma_can_be_given() -> None:
 
     got = filters_from_pairs(["title=Lifting\\, slinging", "jurisdiction=US, UK", "note=a\\\\,b"])
     assert got == {"title": ["Lifting, slinging"], "jurisdiction": ["US", "UK"], "note": ["a\\", "b"]}
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path):
+    """A 300 KiB tmpfs (skipped where this process may not mount one)."""
+    import subprocess
+
+    where = tmp_path / "tiny"
+    where.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(where)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=False)
+
+
+def test_a_full_disk_is_called_a_full_disk(tiny_disk: Path, safety_corpus: Path) -> None:
+    """SQLite's 'database or disk is full' was reported as a damaged database."""
+    import reliability_kit as K
+
+    p = K.cli("ingest", "--corpus", str(safety_corpus), "--store", str(tiny_disk / "store"))
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 2, err[-800:]
+    assert "the disk is full" in err and "damaged" not in err and "Traceback" not in err, err[-800:]

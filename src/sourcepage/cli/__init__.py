@@ -75,10 +75,13 @@ def main() -> None:
     try:
         app()
     except sqlite3.DatabaseError as e:
+        if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(e):
+            _exit(f"the disk is full (sqlite: {e}): free some space and run the command again")
         why = f"a database file is damaged or is not a sourcepage database (sqlite: {e})"
         _exit(why)
     except OSError as e:
-        full = e.errno in (errno.ENOSPC, errno.EDQUOT)
+        # numpy's tofile says "N requested and M written", without an errno, on a full disk
+        full = e.errno in (errno.ENOSPC, errno.EDQUOT) or " requested and " in str(e)
         _exit(f"the disk is full: {e}" if full else str(e))
     except RecursionError:
         _exit("the input is nested too deeply to read")
