@@ -101,7 +101,7 @@ def variants(data: dict[str, dict]) -> dict[str, dict[str, Runs]]:
             for sp, d in data.items()
         }
     for over, (depth, w, k) in itertools.product(XENC_OVER, itertools.product(*GRID.values())):
-        st = XencSettings(depth=depth, weight=w, offset=k)
+        st = XencSettings(pages=depth, weight=w, offset=k)
         name = f"xenc:{over} depth={depth} weight={w} offset={k:g}"
         out[name] = {sp: xenc_runs(d["runs"][over], d["logits"], st) for sp, d in data.items()}
     return out
@@ -155,7 +155,7 @@ def latency(s: Searcher, qs: list[Question], st: XencSettings) -> str:
     wall, cpu, pairs = [], [], []
     for q in qs:
         hits = s.ranked(base, q.question, 50, {})
-        pages = [h.page_id for h in hits[: st.depth]]
+        pages = [h.page_id for h in hits[: st.pages]]
         t, c = time.perf_counter(), time.process_time()
         blend(hits, page_logits(s, q.question, pages), st)
         wall.append((time.perf_counter() - t) * 1000)

@@ -104,7 +104,7 @@ def test_stage_name_and_settings() -> None:
 
     m = parse_method("xenc:sect:route:rrf:bm25+dense")
     assert m.kind == "xenc" and m.name == "xenc:sect:route:rrf:bm25+dense" and parse_method(m.name) == m
-    for bad in ({"depth": 0}, {"weight": 1.5}, {"offset": 0.0}):
+    for bad in ({"pages": 0}, {"weight": 1.5}, {"offset": 0.0}):
         with pytest.raises(ValueError):
             XencSettings(**bad)
 
@@ -139,7 +139,7 @@ def test_stage_keeps_the_tail_in_base_order(safety_store: Path) -> None:
     from sourcepage.retrieval.search import Searcher
     from sourcepage.retrieval.settings import IndexSettings
 
-    s = Searcher(safety_store, settings=IndexSettings().replace("xenc", depth=3))
+    s = Searcher(safety_store, settings=IndexSettings().replace("xenc", pages=3))
     base = s.rank(OXYGEN, "bm25", k=None).pages()
     got = s.rank(OXYGEN, "xenc:bm25", k=None).pages()
     assert sorted(got[:3]) == sorted(base[:3]) and got[3:] == base[3:]

