@@ -162,7 +162,7 @@ _BUILTIN: dict[str, tuple[str, str]] = {
     "ltr": ("sourcepage.retrieval.ltr:METHOD", "ltr:<a>+<b>[+<c>]"),
     "route": ("sourcepage.retrieval.routing:METHOD", "route:<base>"),
     "sect": ("sourcepage.retrieval.sections:METHOD", "sect:<method>"),
-    "xenc": ("sourcepage.retrieval.xenc:METHOD", "xenc:<method>"),
+    "xenc": ("sourcepage.retrieval.xenc:METHOD", "xenc:<base>"),
 }
 _LOADED: dict[str, BaseMethod | StageMethod] = {}
 

@@ -86,7 +86,7 @@ class XencMethod:
     """The registered stage ``xenc:<method>`` (see the module docstring)."""
 
     kind = "xenc"
-    grammar = "xenc:<method>"
+    grammar = "xenc:<base>"
     summary = (
         f"the base's top {XencSettings.pages} pages re-read by a cross-encoder "
         "(ms-marco-MiniLM-L-12-v2), blended with the base's order"
