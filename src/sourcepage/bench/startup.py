@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 #: issue #24's measurements on corpus-intl before this work (machine at load 3.5–6, 2 cores),
-#: and the README's idle warm figure
+#: and the idle warm figure of docs/experiments/time-to-answer.md
 BEFORE: dict[str, Any] = {
-    "source": "issue #24 (corpus-intl, 2 cores, load 3.5-6) and README (warm, idle)",
+    "source": "issue #24 (corpus-intl, 2 cores, load 3.5-6) and docs/experiments/time-to-answer.md (warm)",
     "one_shot_s": "8.8-11.4",
     "one_shot_load_ms": 6100,
     "one_shot_decide_ms": 1360,

@@ -23,7 +23,7 @@ def eval_(
     ] = None,
     versions: Annotated[str | None, typer.Option(help="Comma-separated text versions.")] = None,
     methods: Annotated[str | None, typer.Option(help=f"Comma-separated methods ({METHOD_GRAMMAR}).")] = None,
-    config: Annotated[Path | None, typer.Option("--config", help="experiment.yaml (README).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="experiment.yaml (docs/).")] = None,
     store: Annotated[Path | None, typer.Option("--store", help="Store cache (default OUT/store).")] = None,
     bootstrap: Annotated[int | None, typer.Option(help="Bootstrap resamples (default 20000).")] = None,
     beir: Annotated[

@@ -9,7 +9,7 @@ document. A value of ``all`` or ``any`` (corpus-construction: ``phase=all``,
 ``project_type=any``) says the document applies to every value of the field, so it passes
 every filter on that field.
 
-Six fields are named and documented (README, "Construction fields"); any other extra
+Six fields are named and documented (docs/construction.md); any other extra
 column (e.g. ``bim_id``) is kept and shown the same way, after them.
 
 ``asset_id`` (an IFC GlobalId or an asset tag) can be shown as a link: the store keeps a

@@ -15,7 +15,7 @@ Skipped: titles with fewer than two content words or more than ``MAX_WORDS`` wor
 detected sentence, not a title), titles that name more than one section of the document
 (ambiguous), sections over ``MAX_PAGES`` pages (a part, not a rule) and sections made only
 of listing pages. ``sample`` takes a seeded, per-document share of them. Used to fit the
-learned second stage (``evaluation.ltr_fit --mined``); see README, "Mined training pairs".
+learned second stage (``evaluation.ltr_fit --mined``); see docs/experiments/ltr.md.
 """
 
 from __future__ import annotations

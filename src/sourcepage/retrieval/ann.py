@@ -3,8 +3,8 @@
 Below ``ANN_MIN_CHUNKS`` chunks dense search stays exact (a float32 matrix-vector product
 over the memory-mapped embeddings, ~16 ms per 100 000 chunks here); from there on a dense
 build also writes ``ann.faiss`` beside ``embeddings.npy``. faiss-cpu (MIT) was chosen
-against hnswlib and usearch on recall@100, build time, memory and latency (README, "Dense
-at scale"; ``sourcepage bench --scale N --dense --ann-library all``).
+against hnswlib and usearch on recall@100, build time, memory and latency (docs/speed.md,
+docs/experiments/ann-library.md; ``sourcepage bench --scale N --dense --ann-library all``).
 
 - ``faiss.IndexHNSWFlat`` with inner product (the vectors are unit length: cosine), saved
   in faiss's own format (no pickle) and opened with ``IO_FLAG_MMAP_IFC``: its copy of the

