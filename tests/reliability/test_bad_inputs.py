@@ -316,7 +316,8 @@ def _question_file(tmp_path: Path, case: str) -> tuple[Path, str]:
     }
     if case == "not-utf8":
         path.write_bytes(json.dumps(ANSWERABLE).replace("lockbox", "lockbôx").encode("latin-1") + b"\n")
-        return path, "questions.jsonl: cannot read the question set: not UTF-8"
+        # named by file and line (issue 51: not by the byte offset in the file)
+        return path, "questions.jsonl:1: not UTF-8"
     text, want = content[case]
     path.write_text(text, encoding="utf-8")
     return path, want

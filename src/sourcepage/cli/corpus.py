@@ -80,7 +80,8 @@ def ingest(
     workers: Annotated[
         int,
         typer.Option(
-            min=0, max=256, help="Extraction processes (0: one a core for corpora over 64 MB, else 1)."
+            min=0, max=256, metavar="N",
+            help="Extraction processes (0: one a core for corpora over 64 MB, else 1; at most 256).",
         ),
     ] = 0,
     force: Annotated[bool, typer.Option(help="Re-extract every document.")] = False,

@@ -61,7 +61,8 @@ def index(
     workers: Annotated[
         int,
         typer.Option(
-            min=0, max=256, help="Processes that embed chunks and sentences (one thread each; 0: one a core)."
+            min=0, max=256, metavar="N",
+            help="Processes that embed chunks and sentences (one thread each; 0: one a core; at most 256).",
         ),
     ] = 0,
     sentences: Annotated[
