@@ -95,7 +95,7 @@ def _pct(x: dict) -> str:
 def table(results: dict, split: str) -> str:
     head = (
         f"| set ({split}) | questions (answerable) | page Hit@1 | MRR | R@10 | answer precision | "
-        "answer recall | unsupported answered | out-of-domain refused | warm search p50 |\n"
+        "answer recall | negatives answered | out-of-domain refused | warm search p50 |\n"
         "|---|---|---|---|---|---|---|---|---|---|\n"
     )
     rows = [
