@@ -31,12 +31,42 @@ from sourcepage.retrieval.xenc import XencSettings  # noqa: E402
 CHOSEN = XencSettings(pages=20, weight=0.5, offset=2)
 
 
+def hit_window_logits(s, qs: list, base: dict) -> tuple[dict, float]:  # noqa: ANN001
+    """The cost probe: per page of a base's first ``CHOSEN.pages``, the logit of the one chunk
+    the base ranked it by (one pair a page instead of every chunk of it), and the median CPU
+    seconds a question of that scoring."""
+    import statistics
+    import time
+
+    from sourcepage.retrieval.vxmodels import cross_encoder
+
+    out, cpu = {}, []
+    for q in qs:
+        hits = base[q.id][: CHOSEN.pages]
+        texts = {}
+        for h in hits:
+            texts.update(dict(s.store.page_chunks(s.version, h.page_id)))
+        pairs = [(h.page_id, h.chunk_id) for h in hits if h.chunk_id in texts]
+        t0 = time.process_time()
+        logits = cross_encoder().scores(q.question, [texts[c] for _, c in pairs])
+        cpu.append(time.process_time() - t0)
+        out[q.id] = {p: (float(x), c) for (p, c), x in zip(pairs, logits.tolist(), strict=True)}
+    return out, statistics.median(cpu)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", action="append", required=True, help="NAME=STORE (NAME: a benchmarks/ folder)")
     ap.add_argument("--cache", default="out/xenc-pool")
     ap.add_argument("--file", default="dev", choices=("dev", "test"), help="the split file read")
     ap.add_argument("--reason", default="", help="why a test split is read (logged)")
+    ap.add_argument(
+        "--windows",
+        default="all",
+        choices=("all", "hit"),
+        help="all: each page's best chunk window (the method); hit: only the chunk the base ranked it by "
+        "(a cost probe)",
+    )
     a = ap.parse_args()
     if a.file == "test" and not a.reason.strip():
         sys.exit("reading a test split needs --reason (it is logged in benchmarks/test_reads.jsonl)")
@@ -50,8 +80,12 @@ def main() -> None:
             log_read(path, a.reason)
         qs = [q for q in read_questions(path) if q.answerability == "answerable" and q.evidence]
         base = {q.id: list(s.rank(q.question, DEFAULT, k=50).hits) for q in qs}
-        cache = Path(a.cache) / f"{name.replace('/', '-')}-{a.file}.json"
-        logits = cached_logits(s, qs, {DEFAULT: base}, cache)
+        if a.windows == "hit":
+            logits, cpu = hit_window_logits(s, qs, base)
+            print(f"<!-- {name}: {cpu:.2f} s CPU a question for the second stage -->", flush=True)
+        else:
+            cache = Path(a.cache) / f"{name.replace('/', '-')}-{a.file}.json"
+            logits = cached_logits(s, qs, {DEFAULT: base}, cache)
         ref = {qid: [h.page_id for h in hits] for qid, hits in base.items()}
         h0, r0 = scores(ref, qs)
         h, r = scores(xenc_runs(base, logits, CHOSEN), qs)
