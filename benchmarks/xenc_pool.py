@@ -67,7 +67,9 @@ def main() -> None:
         help="all: each page's best chunk window (the method); hit: only the chunk the base ranked it by "
         "(a cost probe)",
     )
+    ap.add_argument("--pages", type=int, default=CHOSEN.pages, help="pages re-read (the chosen blend: 20)")
     a = ap.parse_args()
+    chosen = XencSettings(pages=a.pages, weight=CHOSEN.weight, offset=CHOSEN.offset)
     if a.file == "test" and not a.reason.strip():
         sys.exit("reading a test split needs --reason (it is logged in benchmarks/test_reads.jsonl)")
     pooled: list[list[float]] = [[], [], [], []]
@@ -88,7 +90,7 @@ def main() -> None:
             logits = cached_logits(s, qs, {DEFAULT: base}, cache)
         ref = {qid: [h.page_id for h in hits] for qid, hits in base.items()}
         h0, r0 = scores(ref, qs)
-        h, r = scores(xenc_runs(base, logits, CHOSEN), qs)
+        h, r = scores(xenc_runs(base, logits, chosen), qs)
         for acc, v in zip(pooled, (h, r, h0, r0), strict=True):
             acc.extend(v)
         print(
