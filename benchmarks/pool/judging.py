@@ -108,7 +108,7 @@ def _judgments(pool: str) -> list[dict]:
     return rows
 
 
-def _replay(pool: str, db) -> dict[tuple[str, str], str]:  # noqa: ANN001 (a LabelLog)
+def _replay(pool: str, db, rows: list[dict]) -> dict[tuple[str, str], str]:  # noqa: ANN001 (a LabelLog)
     """Record the first pass (author + first-* judges, as ``first``), the second pass and
     the adjudications in ``db``; returns the excerpt of every pair a judge found relevant."""
     from sourcepage.labels.judgments import adjudicate, record
@@ -120,7 +120,6 @@ def _replay(pool: str, db) -> dict[tuple[str, str], str]:  # noqa: ANN001 (a Lab
         for e in q.get("evidence", []):
             first[(q["id"], e["page"])] = e["grade"]
             excerpts[(q["id"], e["page"])] = e["excerpt"]
-    rows = _judgments(pool)
     for r in rows:
         key = (r["question_id"], r["page"])
         if r["question_id"] not in qs:
@@ -172,9 +171,10 @@ def finish(pool: str) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         db = connect(Path(tmp) / "labels.sqlite")
-        excerpts = _replay(pool, db)
+        rows = _judgments(pool)  # read once: the replay, the adjudications, the reclassing
+        excerpts = _replay(pool, db, rows)
         kappa = cohens_kappa(db, "first", SECOND)
-        adj = [r for r in _judgments(pool) if r["reviewer"].startswith("adjudicator:")]
+        adj = [r for r in rows if r["reviewer"].startswith("adjudicator:")]
         settled = {(r["question_id"], r["page"]) for r in adj}
         open_pairs = [
             d for d in disagreements(db, "first", SECOND) if (d["question_id"], d["page"]) not in settled
@@ -183,7 +183,6 @@ def finish(pool: str) -> None:
     print(json.dumps({"pool": pool, "kappa": kappa}, default=str, indent=1))
     qs = _questions(pool)
     which = frozen_split(pool, qs)
-    rows = _judgments(pool)
     flagged = []
     for q in qs:
         _reclass(q, rows)
