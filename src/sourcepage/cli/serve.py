@@ -111,17 +111,27 @@ def serve(
 def reviewer_add(
     name: Annotated[str, typer.Argument(help="Reviewer name (recorded with every review and judgment).")],
     store: StoreOpt = Path(".store"),
+    role: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--role",
+            help="editor: may also add, replace, withdraw and restore documents from the web page; "
+            "reviewer: reviews only. Default: an existing account keeps its roles.",
+        ),
+    ] = None,
 ) -> None:
     """Create a reviewer (or give one a new token) and print the token, once."""
     from sourcepage.store.db import Store, StoreError
-    from sourcepage.store.reviewers import add_reviewer
+    from sourcepage.store.reviewers import add_reviewer, reviewer_roles
 
+    roles = None if role is None else [r for r in role if r != "reviewer"]
     try:
         Store(store).close()
-        token = add_reviewer(store, name)
+        token = add_reviewer(store, name, roles)
     except (StoreError, ValueError, OSError) as e:
         fail(str(e))
-    out.print(f"reviewer {name}: token {token}", markup=False)
+    held = reviewer_roles(store, name)
+    out.print(f"reviewer {name}{' (' + ', '.join(held) + ')' if held else ''}: token {token}", markup=False)
     err.print(
         "Shown once; the store keeps only its hash. Send it as `Authorization: Bearer TOKEN` or sign in at "
         "/login. Adding the name again replaces it.",
@@ -149,6 +159,7 @@ def reviewer_list(store: StoreOpt = Path(".store")) -> None:
     t = Table(title=f"Reviewers — {escape(str(store))}")
     t.add_column("name")
     t.add_column("token issued")
+    t.add_column("roles")
     for r in list_reviewers(store):
-        t.add_row(escape(r.name), r.created_at)
+        t.add_row(escape(r.name), r.created_at, ", ".join(r.roles) or "reviewer")
     out.print(t)
