@@ -16,18 +16,19 @@ from pathlib import Path
 from typing import Any, cast
 
 from sourcepage.corpus.fields import ASSET_URL_KEY, check_asset_url
-from sourcepage.pipeline import DECISION_DEPTH, FEATURE_DEPTH, SearchService, one_blas_thread
+from sourcepage.pipeline import DECISION_DEPTH, FEATURE_DEPTH, InvalidSearch, SearchService, one_blas_thread
 from sourcepage.response import SearchResponse
 from sourcepage.retrieval.filters import Filters
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher
 from sourcepage.store.db import Store
-from sourcepage.support.policy import load_policy, policy_stamp
+from sourcepage.support.policy import load_policy
 
 __all__ = [
     "DECISION_DEPTH",
     "DEFAULT_VERSION",
     "FEATURE_DEPTH",
+    "InvalidSearch",
     "SearchService",
     "documents",
     "evaluate",
@@ -63,9 +64,7 @@ def service(store: str | Path, version: str = "raw", build: bool = True) -> Sear
     with _services_lock:
         svc = _services.get(key)
         if svc is not None:
-            if svc.searcher.store.content_stamp() == svc.stamp and policy_stamp(svc.path, version) == (
-                svc.policy_stamp
-            ):
+            if svc.current():
                 return svc
             # The old service is only dropped, never closed: a search in another thread may
             # still hold it (closing its connection there failed that search, and closing a

@@ -56,6 +56,7 @@ from sourcepage.support.select import candidates, prepare, quote_model, quoted_p
 __all__ = [
     "DECISION_DEPTH",
     "FEATURE_DEPTH",
+    "InvalidSearch",
     "SearchService",
     "one_blas_thread",
     "outline",
@@ -74,12 +75,18 @@ FEATURE_DEPTH = 20
 _PREFETCH = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sourcepage-encode")
 
 
-def _prefetch(searcher: Searcher, semantic: str, question: str) -> list[Future[Any]]:
+class InvalidSearch(ValueError):
+    """What the asker of a search got wrong: an empty question, a method name that does
+    not parse, a filter on no known field or a bad year. Checked once, here, before
+    anything is loaded; the web API answers it with 422, the CLI prints it."""
+
+
+def _prefetch(searcher: Searcher, semantic: Method, question: str) -> list[Future[Any]]:
     """Start the question encodings the decision will read (``question_vector`` and the
     dense encoders' own caches keep them, so the decision finds them there)."""
     return [
         _PREFETCH.submit(question_vector, SENTENCE_MODEL, question),
-        _PREFETCH.submit(searcher.encode_question, parse_method(semantic), question),
+        _PREFETCH.submit(searcher.encode_question, semantic, question),
     ]
 
 
@@ -168,10 +175,22 @@ class SearchService:
         self.policy, self.policy_note = store_policy(
             load_policy(self.path, self.version), self.searcher.fingerprint
         )
+        #: the policy's (sparse, semantic) methods, parsed once
+        self.policy_methods: tuple[Method, ...] = (
+            (parse_method(self.policy.sparse), parse_method(self.policy.semantic)) if self.policy else ()
+        )
         self.decider = Decider(self.policy, self.policy_note, router(self.searcher).codes)
         self._texts: dict[str, str] = {}
         self._texts_lock = threading.Lock()
         self._sentence_model_ready = False
+
+    def current(self) -> bool:
+        """Whether this service still describes its store: no ingest since it was made
+        (``content_stamp``) and the same policy file (``policy_stamp``). ``api.service``
+        asks before handing out its cached service."""
+        return self.searcher.store.content_stamp() == self.stamp and (
+            policy_stamp(self.path, self.version) == self.policy_stamp
+        )
 
     def calibration(
         self, query: Query, a: list[Hit], b: list[Hit]
@@ -214,16 +233,19 @@ class SearchService:
         already made on this searcher (method name → hits, at least as deep as the search
         ranks: eval's runs), used instead of ranking again."""
         if not question.strip():
-            raise ValueError("the question is empty")
+            raise InvalidSearch("the question is empty")
         s = self.searcher
-        m = parse_method(method or default_method())
-        f = check_filters(filters, list(s.documents.values()))
+        try:
+            m = parse_method(method or default_method())
+            f = check_filters(filters, list(s.documents.values()))
+        except ValueError as e:
+            raise InvalidSearch(str(e)) from None
         t0 = time.perf_counter()
         load_ms, unusable = self.prepare(m, notify, progress)
         pol = None if unusable else self.policy
         with one_blas_thread():  # see one_blas_thread
             query = Query.of(s, question)
-            early = _prefetch(s, pol.semantic, query.text) if pol is not None else []
+            early = _prefetch(s, self.policy_methods[1], query.text) if pol is not None else []
             t1 = time.perf_counter()
             # twice k pages, so that k remain after near-duplicate pages are grouped
             depth = max(2 * k, FEATURE_DEPTH) if pol and m.name in (pol.sparse, pol.semantic) else 2 * k
@@ -314,12 +336,11 @@ class SearchService:
     ) -> tuple[Calibration, dict[str, float]] | None:
         """The policy's calibration of one question: its two methods ranked (each once per
         question; ``ranked`` gains the missing one) once the early e5 vector is ready."""
-        s, pol = self.searcher, self.policy
-        assert pol is not None
-        for name in (pol.sparse, pol.semantic):
-            if name not in ranked:
-                ranked[name] = s.ranked(parse_method(name), query.text, FEATURE_DEPTH, f)
-        a, b = (ranked[n][:FEATURE_DEPTH] for n in (pol.sparse, pol.semantic))
+        s = self.searcher
+        for pm in self.policy_methods:
+            if pm.name not in ranked:
+                ranked[pm.name] = s.ranked(pm, query.text, FEATURE_DEPTH, f)
+        a, b = (ranked[pm.name][:FEATURE_DEPTH] for pm in self.policy_methods)
         for pending in early:
             pending.exception()  # waits; an error is raised again where the vector is read
         return self.calibration(query, a, b)
@@ -422,12 +443,7 @@ class SearchService:
         t0 = time.perf_counter()
         pol = self.policy
         own = list(dict.fromkeys(method.needs()))
-        extra = [
-            b
-            for name in ([pol.sparse, pol.semantic] if pol else [])
-            for b in parse_method(name).needs()
-            if b not in own
-        ]
+        extra = [b for pm in self.policy_methods for b in pm.needs() if b not in own]
         missing = [b for b in dict.fromkeys(own + extra) if not self.searcher.has_index(b)]
         if missing and notify:
             notify("loading " + ", ".join(b.name for b in missing) + f" ({self.version} text)")

@@ -239,7 +239,7 @@ def view_context(
         texts[v] = segments(
             text, highlight_spans(text, terms), region, locate_quote(text, quote) if quote else None
         )
-    res, _ = ui_search(db, store, p)
+    res, _ = ui_search(store, p)
     hit = next((r for r in (res or {}).get("results", []) if r["page"] == page_id), None)
     img = {"version": p["version"], "q": p["q"]}
     if chunk_id:

@@ -24,12 +24,11 @@ from sourcepage.corpus.fields import NAMED_FIELDS, field_choices
 from sourcepage.labels import referrals
 from sourcepage.records import TEXT_VERSIONS, Document
 from sourcepage.response import SearchResponse
-from sourcepage.retrieval.filters import PAGE_KEYS, check_filters
+from sourcepage.retrieval.filters import PAGE_KEYS
 from sourcepage.retrieval.index import IndexMissing
-from sourcepage.retrieval.methods import METHOD_GRAMMAR, available_methods, default_method, parse_method
+from sourcepage.retrieval.methods import METHOD_GRAMMAR, available_methods, default_method
 from sourcepage.service.auth import writer
 from sourcepage.service.deps import DB, FACETS, TEMPLATES, StorePath, Version, segments
-from sourcepage.store.db import Store
 
 log = logging.getLogger("sourcepage.service")
 
@@ -61,7 +60,6 @@ class SearchBody(BaseModel):
 
 
 def run_search(
-    db: Store,
     store: Path,
     question: str,
     method: str,
@@ -71,15 +69,10 @@ def run_search(
     log_answer: bool = False,
     refer: bool = True,
 ) -> dict:
-    """api.search after checking what a caller can get wrong (422 with the reason).
-    ``refer=False``: the label log is not written (a GET's search)."""
-    if not question.strip():
-        raise HTTPException(422, "the question is empty")
-    try:
-        parse_method(method)
-        check_filters(filters, db.document_map().values())  # documents read only for filters
-    except ValueError as e:
-        raise HTTPException(422, str(e)) from None
+    """api.search, its errors as HTTP: what the asker got wrong (``api.InvalidSearch``: an
+    empty question, an unknown method, a bad filter) 422 with the reason, a missing index
+    409, a model not available here 503. ``refer=False``: the label log is not written (a
+    GET's search)."""
     try:
         return api.search(
             question,
@@ -92,6 +85,8 @@ def run_search(
             build=False,
             refer=refer,
         )
+    except api.InvalidSearch as e:
+        raise HTTPException(422, str(e)) from None
     except IndexMissing as e:
         raise HTTPException(409, str(e)) from None
     except RuntimeError as e:  # a method whose model or index is not available here
@@ -105,13 +100,13 @@ def run_search(
     summary="Rank the source pages for a question (spec §5)",
     response_model=SearchResponse,
 )
-def search(request: Request, body: SearchBody, db: DB, store: StorePath) -> JSONResponse:
+def search(request: Request, body: SearchBody, store: StorePath) -> JSONResponse:
     if body.log:  # appending to answers.jsonl is a write
         writer(request)
     # the dict is JSON already: answered as it is, without FastAPI re-encoding and
     # re-validating it (~1.5 ms a request)
     return JSONResponse(
-        run_search(db, store, body.question, body.method, body.k, body.text_version, body.filters, body.log)
+        run_search(store, body.question, body.method, body.k, body.text_version, body.filters, body.log)
     )
 
 
@@ -137,14 +132,14 @@ def search_query(p: dict[str, Any]) -> str:
     )
 
 
-def ui_search(db: Store, store: Path, p: dict[str, Any], refer: bool = False) -> tuple[dict | None, str]:
+def ui_search(store: Path, p: dict[str, Any], refer: bool = False) -> tuple[dict | None, str]:
     """(result, '') of the form's search, (None, message) when it fails, (None, '')
     without a question. Never logs the answer; writes a referral only when ``refer`` (a
     POST): a GET reads what the desk knows (``referrals.attach(write=False)``)."""
     if not p["q"].strip():
         return None, ""
     try:
-        res = run_search(db, store, p["q"], p["method"], p["k"], p["version"], p["filters"], refer=refer)
+        res = run_search(store, p["q"], p["method"], p["k"], p["version"], p["filters"], refer=refer)
     except HTTPException as e:
         return None, str(e.detail)
     return (res if refer else referrals.attach(store, res, write=False)), ""
@@ -166,7 +161,7 @@ def card(r: dict[str, Any]) -> dict[str, Any]:
 def home(request: Request, db: DB, store: StorePath) -> HTMLResponse:
     p = ui_params(request)
     ds = db.documents()
-    res, error = ui_search(db, store, p)
+    res, error = ui_search(store, p)
     return TEMPLATES.TemplateResponse(
         request,
         "index.html",
@@ -191,7 +186,7 @@ def refer_from_page(request: Request, db: DB, store: StorePath) -> RedirectRespo
     with its referral written (a POST, so the Guard's origin rule applies), then back to
     the page, which shows the referral. GETs never write (issue 51)."""
     p = ui_params(request)
-    res, error = ui_search(db, store, p, refer=True)
+    res, error = ui_search(store, p, refer=True)
     if error or res is None:
         raise HTTPException(422, error or "no question to refer")
     return RedirectResponse("/?" + search_query(p), status_code=303)
