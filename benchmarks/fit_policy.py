@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -35,24 +36,59 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "src" / "sourcepage" / "support" / "default_policy.json"
 
 
-def _rows(spec: str, sparse: str, semantic: str) -> tuple[str, Path, list[dict]]:
-    """(name, questions file, a feature row per dev question) of ``NAME=STORE``."""
-    name, _, store = spec.partition("=")
-    qfile = HERE / name / "dev.jsonl"
+def _rows(
+    spec: str, sparse: str, semantic: str, xenc: bool = False, cache: Path | None = None
+) -> tuple[str, Path, list[dict]]:
+    """(name, questions file, a feature row per question) of ``NAME=STORE`` (the
+    benchmark's dev split) or ``STORE=QUESTIONS`` (a questions file: NAME is its folder's
+    name, e.g. ``benchmarks/pool/intl/train.jsonl`` → intl); with ``xenc`` the rows hold
+    the cross-encoder's features too. Rows are kept in ``cache`` (a folder) and read from
+    there when made before with the same arguments."""
+    left, _, right = spec.partition("=")
+    if right.endswith(".jsonl"):
+        store, qfile = left, Path(right)
+        name = qfile.parent.name
+    else:
+        name, store, qfile = left, right, HERE / left / "dev.jsonl"
+    digest = hashlib.sha256(f"{store}|{qfile.resolve()}|{sparse}|{semantic}|{xenc}".encode()).hexdigest()[:12]
+    kept = cache / f"{name}-{qfile.stem}-{digest}.json" if cache else None
+    if kept and kept.exists():
+        return name, qfile, json.loads(kept.read_text())
     searcher = Searcher(store, "raw")
     rows = []
     qs = read_questions(qfile, known_pages=searcher.store.page_ids())
     for i, q in enumerate(qs, 1):
-        f, _, _ = question_features(searcher, q.question, sparse, semantic)
-        rows.append({"id": f"{name}:{q.id}", "label": int(q.answerability == "answerable"), "features": f})
+        f, _, _ = question_features(searcher, q.question, sparse, semantic, xenc=xenc)
+        rows.append(
+            {
+                "id": f"{name}:{q.id}",
+                "label": int(q.answerability == "answerable"),
+                "class": q.answerability,
+                "features": f,
+            }
+        )
         print(f"{name}: {i}/{len(qs)}", end="\r", flush=True)
     print()
+    if kept:
+        write_json(kept, rows)
     return name, qfile, rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bench", action="append", required=True, help="NAME=STORE, e.g. osha6=.store")
+    ap.add_argument(
+        "--bench",
+        action="append",
+        required=True,
+        help="NAME=STORE (benchmarks/NAME/dev.jsonl) or STORE=QUESTIONS (e.g. a pool train.jsonl)",
+    )
+    ap.add_argument("--xenc", action="store_true", help="compute the cross-encoder's features too")
+    ap.add_argument(
+        "--features",
+        default=",".join(CLASSIFIER_FEATURES),
+        help="the classifier's features, comma-separated (default: CLASSIFIER_FEATURES)",
+    )
+    ap.add_argument("--cache", type=Path, help="keep the feature rows in this folder")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--sparse", default="bm25")
     ap.add_argument("--semantic", default="dense")
@@ -69,12 +105,13 @@ def main() -> None:
     )
     args = ap.parse_args()
     rows, fitted_on = [], []
+    names = [f for f in args.features.split(",") if f]
     for spec in args.bench:
-        name, qfile, bench_rows = _rows(spec, args.sparse, args.semantic)
+        name, qfile, bench_rows = _rows(spec, args.sparse, args.semantic, args.xenc, args.cache)
         rows += bench_rows
         fitted_on.append(
             {
-                "questions": f"benchmarks/{name}/dev.jsonl",
+                "questions": str(qfile.resolve().relative_to(HERE.parent)),
                 "sha256": hashlib.sha256(qfile.read_bytes()).hexdigest(),
                 "n": len(bench_rows),
             }
@@ -86,14 +123,15 @@ def main() -> None:
         semantic=args.semantic,
         origin="default",
         fitted_on=fitted_on,
+        names=names,
     )
     write_json(args.out, pol.to_json())
     y = np.array([r["label"] for r in rows])
-    oof, _, k = out_of_fold(matrix([r["features"] for r in rows], CLASSIFIER_FEATURES), y)
+    oof, _, k = out_of_fold(matrix([r["features"] for r in rows], names), y)
     if args.oof:
         probs = {r["id"]: round(float(p), 6) for r, p in zip(rows, oof, strict=True)}
         for spec in args.held_out:
-            for r in _rows(spec, args.sparse, args.semantic)[2]:
+            for r in _rows(spec, args.sparse, args.semantic, args.xenc, args.cache)[2]:
                 probs[r["id"]] = round(float(pol.classifier.predict([r["features"]])[0]), 6)
         write_json(args.oof, probs)
     for label, cls in (("answerable", 1), ("negative", 0)):

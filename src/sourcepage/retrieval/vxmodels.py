@@ -97,13 +97,17 @@ def load(name: str, folder: Path | None = None, threads: int = 1) -> tuple[Any, 
     return sess, tok
 
 
-def _feed(enc: Any) -> dict[str, np.ndarray]:
-    """One unpadded encoding as the models' three int64 inputs (a batch of one)."""
-    ids = np.asarray([enc.ids], dtype=np.int64)
+def _feed(enc: Any, max_tokens: int | None = None) -> dict[str, np.ndarray]:
+    """One unpadded encoding as the models' three int64 inputs (a batch of one); past
+    ``max_tokens`` word pieces cut from the end, its last piece (the final [SEP]) kept."""
+    ids, types = list(enc.ids), list(enc.type_ids)
+    if max_tokens is not None and len(ids) > max_tokens:
+        ids, types = ids[: max_tokens - 1] + ids[-1:], types[: max_tokens - 1] + types[-1:]
+    x = np.asarray([ids], dtype=np.int64)
     return {
-        "input_ids": ids,
-        "attention_mask": np.ones_like(ids),
-        "token_type_ids": np.asarray([enc.type_ids], dtype=np.int64),
+        "input_ids": x,
+        "attention_mask": np.ones_like(x),
+        "token_type_ids": np.asarray([types], dtype=np.int64),
     }
 
 
@@ -117,13 +121,15 @@ class CrossEncoder:
         self.tokenizer.enable_truncation(PAIR_TOKENS, strategy="longest_first")
         self._lock = threading.Lock()
 
-    def scores(self, question: str, passages: list[str]) -> np.ndarray:
-        """One logit (float64) per passage, in order; higher is more relevant."""
+    def scores(self, question: str, passages: list[str], max_tokens: int = PAIR_TOKENS) -> np.ndarray:
+        """One logit (float64) per passage, in order; higher is more relevant. ``max_tokens``
+        (≤ ``PAIR_TOKENS``) cuts each pair shorter, from the passage's end (its final [SEP]
+        kept): the quote selector reads units with a smaller bound (``support.crossenc``)."""
         out = np.zeros(len(passages), dtype=np.float64)
         encs = self.tokenizer.encode_batch([(question, p) for p in passages]) if passages else []
         with self._lock:
             for i, enc in enumerate(encs):
-                out[i] = float(self.session.run(None, _feed(enc))[0][0, 0])
+                out[i] = float(self.session.run(None, _feed(enc, max_tokens))[0][0, 0])
         return out
 
 

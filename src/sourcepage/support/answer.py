@@ -43,9 +43,11 @@ from sourcepage.store.schema import now
 from sourcepage.support.select import (
     EMBEDDING_FEATURES,
     RULE_THRESHOLD,
+    XENC_FEATURES,
     Candidate,
     QuoteModel,
     add_cosines,
+    add_xenc,
     candidates,
     featurise,
     other_party,
@@ -312,6 +314,8 @@ def extract_answer(
         featurise(q, cands, cosines if embedded else None)
     else:
         add_cosines(cands, cosines if embedded else None)
+    if mdl is not None and set(mdl.features) & set(XENC_FEATURES):
+        add_xenc(q.text, cands, mdl.features, lambda c: passages([c], cands)[0].text)
     score(cands, mdl)
     threshold = mdl.t_quote if mdl is not None else RULE_THRESHOLD
     sides = q.route.groups if q.route is not None and q.route.compares else ()

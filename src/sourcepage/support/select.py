@@ -75,10 +75,20 @@ FEATURE_WORDS: dict[str, str] = {
     "is_list": "it is a list or a list item",
     "length": "log of its length in characters",
     "numbers": "it states some number (not a section, standard or year)",
+    "xenc": "cross-encoder logit of the question with the sentence as quoted (with its neighbours)",
+    "xenc_gap": "its cross-encoder logit minus the best candidate's",
+    "xenc_unit": "cross-encoder logit of the question with the sentence alone",
+    "xenc_unit_gap": "its sentence-alone cross-encoder logit minus the best candidate's",
 }
 FEATURES: tuple[str, ...] = tuple(FEATURE_WORDS)
 #: the features read from sentence vectors
 EMBEDDING_FEATURES = ("e5", "e5_gap", "minilm", "minilm_gap", "neighbour")
+#: the cross-encoder's features (``add_xenc``): computed only for a model that lists them
+XENC_FEATURES = ("xenc", "xenc_gap", "xenc_unit", "xenc_unit_gap")
+#: the units of a part (``add_cosines``' parts) read by the cross-encoder: the closest by e5
+XENC_UNITS = 12
+#: word pieces of a (question, unit) pair read by the cross-encoder (≈ 22 ms a pair)
+XENC_TOKENS = 128
 
 _EXCEPTION_Q = re.compile(
     r"\b(?:unless|except|exempt|exception|not (?:at|available|present|possible|practicable)|absent|"
@@ -239,6 +249,7 @@ def prepare(query: Query, cands: Sequence[Candidate]) -> None:
             "is_list": float(c.unit.kind in ("list", "item")),
             "length": math.log(len(c.text)),
             "numbers": float(states(c.text, "number")),
+            **dict.fromkeys(XENC_FEATURES, 0.0),
         }
 
 
@@ -274,6 +285,50 @@ def _add_cosines(
             minilm_gap=float(ml[i] - ml.max()),
             neighbour=float(max(nb)) if nb else 0.0,
         )
+
+
+def xenc_order(feats: Sequence[Mapping[str, float]]) -> list[int]:
+    """Candidates (their features, in candidate order) in the order the cross-encoder reads
+    them: the closest by e5 first, then by the share of the question's words they hold."""
+    return sorted(range(len(feats)), key=lambda i: (-feats[i]["e5"], -feats[i]["share"], i))
+
+
+def set_xenc(feats: Sequence[dict[str, float]], keep: Sequence[int], values: Any, name: str) -> None:
+    """Set feature ``name`` (the logits of the ``keep`` candidates, the least of them
+    elsewhere) and ``name``_gap (the logit minus the best of the part)."""
+    x = _spread(values, keep, len(feats))
+    for f, v in zip(feats, x.tolist(), strict=True):
+        f[name] = float(v)
+        f[f"{name}_gap"] = float(v - x.max()) if len(x) else 0.0
+
+
+def add_xenc(
+    question: str,
+    cands: Sequence[Candidate],
+    names: Sequence[str],
+    quoted: Callable[[Candidate], str] | None = None,
+    n: int = XENC_UNITS,
+) -> None:
+    """The cross-encoder features among ``names`` (``XENC_FEATURES``) of ``add_cosines``'d
+    candidates: per part (as ``add_cosines``), the logit of (question, text) for its first
+    ``n`` units by ``xenc_order``, pairs cut to ``XENC_TOKENS``; ``xenc`` reads the unit as
+    it is quoted (``quoted``: ``support.answer.passages``; without it the unit alone),
+    ``xenc_unit`` the unit alone. Why: the cosines cannot tell the stating sentence from
+    its topical neighbour; a cross-encoder, reading both texts together, can."""
+    from sourcepage.support.crossenc import logits
+
+    parts: dict[int, list[Candidate]] = {}
+    for c in cands:
+        parts.setdefault(max(c.order, PAGES - 1), []).append(c)
+    for part in parts.values():
+        keep = xenc_order([c.features for c in part])[:n]
+        feats = [c.features for c in part]
+        if "xenc" in names or "xenc_gap" in names:
+            texts = [(quoted or (lambda c: c.text))(part[i]) for i in keep]
+            set_xenc(feats, keep, logits(question, texts, XENC_TOKENS), "xenc")
+        if "xenc_unit" in names or "xenc_unit_gap" in names:
+            texts = [part[i].text for i in keep]
+            set_xenc(feats, keep, logits(question, texts, XENC_TOKENS), "xenc_unit")
 
 
 def _spread(values: Any, keep: Sequence[int], n: int) -> np.ndarray:
