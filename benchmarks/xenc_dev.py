@@ -67,11 +67,11 @@ def cached_logits(
         got = {k: {p: tuple(v) for p, v in d.items()} for k, d in json.loads(path.read_text()).items()}
     path.parent.mkdir(parents=True, exist_ok=True)
     for i, q in enumerate(qs, 1):
-        want = {h.page_id for b in XENC_OVER for h in runs[b][q.id][:MAX_DEPTH]}
+        want = {h.page_id: h for b in XENC_OVER for h in runs[b][q.id][:MAX_DEPTH]}
         have = got.setdefault(q.id, {})
-        todo = sorted(want - set(have))
+        todo = sorted(set(want) - set(have))
         if todo:
-            have.update(page_logits(s, q.question, todo))
+            have.update(page_logits(s, q.question, [want[p] for p in todo]))
             for p in todo:  # a page without chunks: remembered as such
                 have.setdefault(p, (float("-inf"), ""))
         if i % 10 == 0 or i == len(qs):  # kept as it goes: minutes of CPU a split
@@ -151,13 +151,13 @@ def latency(s: Searcher, qs: list[Question], st: XencSettings) -> str:
     default's ranking, computed before the clock starts): wall time, and this process's
     CPU time (on a loaded machine the wall time is mostly waiting), with the pairs a question."""
     base = parse_method(DEFAULT)
-    page_logits(s, "warm up", [h.page_id for h in s.ranked(base, "warm up", 50, {})[:2]])
+    page_logits(s, "warm up", s.ranked(base, "warm up", 50, {})[:2], st)
     wall, cpu, pairs = [], [], []
     for q in qs:
         hits = s.ranked(base, q.question, 50, {})
         pages = [h.page_id for h in hits[: st.pages]]
         t, c = time.perf_counter(), time.process_time()
-        blend(hits, page_logits(s, q.question, pages), st)
+        blend(hits, page_logits(s, q.question, hits[: st.pages], st), st)
         wall.append((time.perf_counter() - t) * 1000)
         cpu.append((time.process_time() - c) * 1000)
         pairs.append(sum(len(s.store.page_chunks(s.version, p)) for p in pages))

@@ -104,7 +104,7 @@ def test_stage_name_and_settings() -> None:
 
     m = parse_method("xenc:sect:route:rrf:bm25+dense")
     assert m.kind == "xenc" and m.name == "xenc:sect:route:rrf:bm25+dense" and parse_method(m.name) == m
-    for bad in ({"pages": 0}, {"weight": 1.5}, {"offset": 0.0}):
+    for bad in ({"pages": 0}, {"weight": 1.5}, {"offset": 0.0}, {"windows": "best"}, {"tokens": 512}):
         with pytest.raises(ValueError):
             XencSettings(**bad)
 
@@ -120,7 +120,7 @@ def test_stage_reorders_the_base_by_the_blend(safety_store: Path) -> None:
     assert sorted(got.pages()) == sorted(h.page_id for h in base)
     assert [h.rank for h in got.hits] == list(range(1, len(base) + 1))
     assert s.rank(OXYGEN, "xenc:bm25", k=None).hits == got.hits  # deterministic
-    logits = page_logits(s, OXYGEN, [h.page_id for h in base])
+    logits = page_logits(s, OXYGEN, base)
     # a page's logit is its best chunk's, the pair scored alone
     p3 = "confined_space_entry#p3"
     chunks = s.store.page_chunks("raw", p3)
@@ -164,3 +164,25 @@ def test_dense_bge_small_ranks_by_cls_cosine(fresh_store: Path) -> None:
     # a page's score is its best chunk's cosine with the prefixed question's CLS vector
     assert MODELS["bge-small"].query(OXYGEN) == pytest.approx(q)
     assert best.score == pytest.approx(float(V.bge().embed([s.passage(best.chunk_id)])[0] @ q), abs=1e-5)
+
+
+def test_the_cheap_reading_scores_the_hit_window_cut_short(safety_store: Path) -> None:
+    """``windows="hit"``: one pair a page, the chunk the base ranked it by; ``tokens``: the
+    pair cut to that many word pieces (what the method reads is what a pair alone scores)."""
+    from sourcepage.retrieval.search import Searcher
+    from sourcepage.retrieval.settings import IndexSettings
+    from sourcepage.retrieval.xenc import XencSettings, page_logits
+
+    s = Searcher(safety_store)
+    base = list(s.rank(OXYGEN, "bm25", k=5).hits)
+    st = XencSettings(windows="hit", tokens=128)
+    logits = page_logits(s, OXYGEN, base, st)
+    assert set(logits) == {h.page_id for h in base}
+    for h in base:
+        text = dict(s.store.page_chunks("raw", h.page_id))[h.chunk_id]
+        alone = V.cross_encoder().scores(OXYGEN, [text], 128)[0]
+        assert logits[h.page_id] == (pytest.approx(alone, abs=1e-9), h.chunk_id)
+    cheap = Searcher(safety_store, settings=IndexSettings().replace("xenc", windows="hit", tokens=128))
+    got = cheap.rank(OXYGEN, "xenc:bm25", k=5)
+    assert sorted(got.pages()) == sorted(h.page_id for h in base)
+    assert cheap.rank(OXYGEN, "xenc:bm25", k=5).hits == got.hits
