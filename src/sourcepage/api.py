@@ -22,6 +22,7 @@ from sourcepage.retrieval.filters import Filters
 from sourcepage.retrieval.methods import parse_method
 from sourcepage.retrieval.search import Searcher
 from sourcepage.store.db import Store
+from sourcepage.store.lock import editing
 from sourcepage.support.policy import load_policy
 
 __all__ = [
@@ -64,7 +65,9 @@ def service(store: str | Path, version: str = "raw", build: bool = True) -> Sear
     with _services_lock:
         svc = _services.get(key)
         if svc is not None:
-            if svc.current():
+            if svc.current() or (not build and editing(store)):
+                # while the library changes (an add, a withdrawal: its ingest, then its index
+                # builds) a search keeps the indexes it loaded: the service answers throughout
                 return svc
             # The old service is only dropped, never closed: a search in another thread may
             # still hold it (closing its connection there failed that search, and closing a

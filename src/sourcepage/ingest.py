@@ -37,7 +37,7 @@ from sourcepage.corpus.audit import audit_page, refresh_contents_flags, unmapped
 from sourcepage.corpus.beir import BATCH_SIZE, BEIR_SETTINGS
 from sourcepage.corpus.extract import Extracted, ExtractionError
 from sourcepage.corpus.pagelabels import labels_from_text, refresh_page_labels
-from sourcepage.corpus.sources import BeirSource, Candidate, ManifestSource, Removed, Source
+from sourcepage.corpus.sources import OWN_CORPUS, BeirSource, Candidate, ManifestSource, Removed, Source
 from sourcepage.corpus.structure import document_structure
 from sourcepage.corpus.textfiles import extract_document
 from sourcepage.executor import Executor, LimitedPool
@@ -188,7 +188,7 @@ def ingest(
     """
     t0 = time.perf_counter()
     source = ManifestSource.read(
-        corpus,
+        with_own_corpus(corpus, store),
         engine=engine,
         settings=settings or TextSettings(),
         allow_checksum_mismatch=allow_checksum_mismatch,
@@ -207,6 +207,16 @@ def ingest(
         limits=limits,
     )
     return report
+
+
+def with_own_corpus(corpus: str | Path | Sequence[str | Path], store: str | Path) -> list[str | Path]:
+    """The corpus folders and the store's own (``<store>/library``: the documents added from
+    the web page) when it lists any, so that an ingest keeps them rather than removing them."""
+    folders = [corpus] if isinstance(corpus, (str, Path)) else list(corpus)
+    own = Path(store) / OWN_CORPUS
+    if (own / "manifest.csv").is_file() and own.resolve() not in {Path(f).resolve() for f in folders}:
+        folders.append(own)
+    return folders
 
 
 def ingest_beir(

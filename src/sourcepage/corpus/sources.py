@@ -181,6 +181,23 @@ class ManifestSource:
         return removed
 
 
+#: the store's own corpus folder (``<store>/library``): the documents added from the web
+#: page or ``sourcepage document add`` (``sourcepage.editions``)
+OWN_CORPUS = "library"
+
+
+@dataclass
+class AddedSource(ManifestSource):
+    """A corpus folder added to a store's collection without touching the rest: nothing is
+    marked removed, and the run log calls it ``add`` (so the store's corpus stays the one
+    of its last ``ingest``). The store's own upload folder (``editions``) is read so."""
+
+    command = "add"
+
+    def finish(self, store: Store, conn: Any, run_id: int) -> Removed:
+        return []
+
+
 @dataclass
 class BeirSource:
     """A BEIR folder's ``corpus.jsonl``, one document (one page) a line, streamed.

@@ -268,6 +268,12 @@ class DocumentTables:
             (doc.doc_id, doc.sha256, _metadata_json(doc), "failed", error, None, 1, 0, None, now()),
         )
 
+    def undo_failure(self, conn: sqlite3.Connection, doc_id: str) -> None:
+        """Put a document back as it was before an add that failed: a new one's failure row
+        goes, a stored one (still searchable) loses the error noted."""
+        conn.execute("DELETE FROM documents WHERE doc_id=? AND status='failed'", (doc_id,))
+        conn.execute("UPDATE documents SET error=NULL WHERE doc_id=? AND status='ok'", (doc_id,))
+
     def mark_removed(self, conn: sqlite3.Connection, doc_id: str) -> None:
         conn.execute("UPDATE documents SET status='removed' WHERE doc_id=?", (doc_id,))
 

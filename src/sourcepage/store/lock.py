@@ -18,9 +18,12 @@ from pathlib import Path
 
 from sourcepage.store.schema import StoreError
 
-__all__ = ["LOCK_NAME", "StoreBusy", "writer_lock"]
+__all__ = ["EDIT_LOCK_NAME", "LOCK_NAME", "StoreBusy", "edit_lock", "editing", "writer_lock"]
 
 LOCK_NAME = ".ingest.lock"
+#: held for a whole change of the library (add, replace, withdraw, restore: ingest, then
+#: the indexes), one at a time; while it is held searches keep their loaded indexes
+EDIT_LOCK_NAME = ".edit.lock"
 
 
 class StoreBusy(StoreError):
@@ -47,3 +50,41 @@ def writer_lock(store: str | Path, what: str = "ingest") -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+@contextmanager
+def edit_lock(store: str | Path, what: str) -> Iterator[None]:
+    """Hold the store's edit lock for a change of its library (StoreBusy, naming the change
+    under way, when another holds it). flock: per open file, so a second change in the same
+    process is refused too, and a killed process never leaves it held."""
+    path = Path(store) / EDIT_LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 300, 0).decode("utf-8", "replace").strip() or "another change"
+            raise StoreBusy(
+                f"the library of {store} is being changed ({holder}); wait for it to finish"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{what}, pid {os.getpid()}".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def editing(store: str | Path) -> bool:
+    """Whether a change of the store's library is under way (its edit lock is held)."""
+    path = Path(store) / EDIT_LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
