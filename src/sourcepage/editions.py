@@ -242,9 +242,12 @@ def add_document(
     or fields that cannot be added (the store unchanged), StoreBusy when another change
     is under way."""
     with edit_lock(store, f"adding {original_name(pdf)}"):
-        name = original_name(pdf)
-        progress("reading", 5, f"reading {name}")
-        return _add(Path(store), pdf, fields, by, replaces, progress, draft or draft_upload(pdf))
+        progress("reading", 5, f"reading {original_name(pdf)}")
+        try:
+            return _add(Path(store), pdf, fields, by, replaces, progress, draft or draft_upload(pdf))
+        except EditError:
+            pdf.unlink(missing_ok=True)  # the staged upload: upload it again, corrected
+            raise
 
 
 def _add(
@@ -262,9 +265,9 @@ def _add(
     rows = _read_rows(_library(store) / "manifest.csv")
     with closing(Store(store)) as st:
         known = st.document_rows()
-    given = dict(fields)
+    given = {k: v for k, v in fields.items() if str(v or "").strip()}
     if replaces:
-        given["doc_id"] = replaces
+        given = _kept_fields(rows, replaces) | given | {"doc_id": replaces}
         if known.get(replaces, {}).get("status") != "ok":
             raise EditError(f"{name!r}: the store holds no searchable document {replaces!r} to replace")
     pdf_dir = _library(store) / "pdf"
@@ -282,6 +285,14 @@ def _add(
             "there and run `sourcepage ingest` (an edition uploaded here would be undone by the next ingest)"
         )
     return _ingest_one(store, pdf, doc, rows, progress)
+
+
+def _kept_fields(rows: list[dict[str, str]], doc_id: str) -> dict[str, str]:
+    """The fields of the edition being replaced that a person gave (not guessed): a new
+    edition keeps them unless given others; the guessed ones are drafted again."""
+    old = next((r for r in rows if r.get("doc_id") == doc_id), {})
+    guessed = {g.strip() for g in old.get(GUESSED, "").split(";")}
+    return {k: old[k] for k in EDITABLE if old.get(k) and k not in guessed}
 
 
 def _ingest_one(

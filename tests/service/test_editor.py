@@ -4,12 +4,22 @@ the routes by real requests on a copied store."""
 
 from __future__ import annotations
 
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
+from typing import Any
 
+import pytest
+from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from sourcepage.cli import app as cli
+from sourcepage.ingest import ingest
+from sourcepage.service.app import create_app
 from sourcepage.store.db import Store
+from sourcepage.store.lock import edit_lock
 from sourcepage.store.reviewers import EDITOR, add_reviewer, list_reviewers, reviewer_roles
 
 
@@ -56,3 +66,189 @@ def test_a_store_made_before_roles_gets_the_column(tmp_path: Path) -> None:
     assert reviewer_roles(store, "old") == () and list_reviewers(store)[0].roles == ()
     add_reviewer(store, "ada", [EDITOR])
     assert reviewer_roles(store, "ada") == (EDITOR,) and reviewer_roles(store, "old") == ()
+
+
+# --------------------------------------------------------------------------- the routes
+
+#: one small real PDF (2 pages, Spanish: its words are in no other document of the store)
+OSHA_PDF = Path("/work/shared/corpus/pdf/osha-factsheet-lockout-tagout-es.pdf")
+QUESTION = "¿Qué es la norma sobre el control de fuentes de energía peligrosas? candado etiqueta"
+needs_pdf = pytest.mark.skipif(not OSHA_PDF.is_file(), reason=f"{OSHA_PDF} is absent")
+
+
+@pytest.fixture
+def pdf(tmp_path: Path) -> Path:
+    """The one PDF, copied into a corpus folder of the test's own."""
+    folder = tmp_path / "upload"
+    folder.mkdir()
+    return Path(shutil.copyfile(OSHA_PDF, folder / OSHA_PDF.name))
+
+
+@pytest.fixture
+def site(fresh_store: Path) -> Iterator[tuple[TestClient, dict[str, str]]]:
+    """A client of a copied indexed store, with an editor (``ed``) and a reviewer (``rev``)."""
+    tokens = {"ed": add_reviewer(fresh_store, "ed", [EDITOR]), "rev": add_reviewer(fresh_store, "rev")}
+    with TestClient(create_app(fresh_store), base_url="http://127.0.0.1") as c:
+        yield c, {n: f"Bearer {t}" for n, t in tokens.items()}
+
+
+def _wait(c: TestClient, job: dict[str, Any], seconds: float = 240) -> dict[str, Any]:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        state = c.get(job["url"]).json()
+        assert "finished" in state, state
+        if state["finished"]:
+            return state
+        time.sleep(0.2)
+    raise AssertionError(f"job {job['id']} did not finish: {state}")
+
+
+def _files(store: Path) -> list[str]:
+    """The store's files but its library folder (staged uploads, job states)."""
+    kept = (p for p in store.rglob("*") if p.is_file() and "library" not in p.parts)
+    return sorted(str(p.relative_to(store)) for p in kept if not p.name.endswith((".lock", "-wal", "-shm")))
+
+
+def _top_docs(c: TestClient, question: str = QUESTION) -> list[str]:
+    r = c.post("/search", json={"question": question, "method": "bm25", "k": 3})
+    assert r.status_code == 200, r.text
+    return [h["doc_id"] for h in r.json()["results"]]
+
+
+@needs_pdf
+def test_an_editor_adds_a_pdf_it_is_searched_then_withdrawn_it_is_not(
+    site: tuple[TestClient, dict[str, str]], pdf: Path, fresh_store: Path
+) -> None:
+    """Upload → a job (phase, percent) → done → the document is searched, listed with its
+    guessed fields marked, kept under the store's own folder; withdraw → no longer
+    searched, listed as withdrawn; restore → searched again."""
+    c, auth = site
+    drafted = c.post("/documents/draft", files={"file": (pdf.name, pdf.read_bytes(), "application/pdf")},
+                     headers={"Authorization": auth["ed"]}).json()  # fmt: skip
+    assert drafted["fields"]["doc_id"] == "osha-factsheet-lockout-tagout-es"
+    assert drafted["computed"]["pages"] == "2" and "authority" in drafted["guessed"]
+    body = {"staged": drafted["staged"], "title": "Control de energía peligrosa (hoja informativa)"}
+    r = c.post("/documents", data=body, headers={"Authorization": auth["ed"]})
+    assert r.status_code == 202, r.text
+    job = r.json()
+    assert job["kind"] == "add" and job["file"] == pdf.name
+    seen = [job["phase"]]
+    while not (state := c.get(job["url"]).json())["finished"]:
+        seen.append(state["phase"])
+        assert _top_docs(c, "lockout group lockbox")  # searches are answered during the add
+        time.sleep(0.2)
+    assert state["phase"] == "done" and state["percent"] == 100, state
+    doc_id = "osha-factsheet-lockout-tagout-es"
+    assert _top_docs(c)[0] == doc_id
+    listed = {d["doc_id"]: d for d in c.get("/documents").json()}[doc_id]
+    assert listed["title"] == "Control de energía peligrosa (hoja informativa)"
+    assert "title" not in listed["guessed"] and "authority" in listed["guessed"]  # given ≠ guessed
+    assert listed["found_in"].startswith("uploaded by ed ")
+    assert (fresh_store / "library" / "pdf" / pdf.name).is_file()
+    assert not list((fresh_store / "library" / "incoming").glob("*.pdf"))  # the staged copy moved
+    page = c.get("/library", headers={"Authorization": auth["ed"]}).text
+    assert f'data-doc="{doc_id}"' in page and "(guessed)" in page and 'action="/library/draft"' in page
+
+    r = c.post(
+        f"/documents/{doc_id}/withdraw", data={"reason": "test"}, headers={"Authorization": auth["ed"]}
+    )
+    assert r.status_code == 202, r.text
+    assert _wait(c, r.json())["phase"] == "done"
+    assert doc_id not in _top_docs(c)
+    assert f'data-withdrawn="{doc_id}"' in c.get("/library").text
+    r = c.post(f"/documents/{doc_id}/restore", headers={"Authorization": auth["ed"]})
+    assert _wait(c, r.json())["phase"] == "done"
+    assert _top_docs(c)[0] == doc_id
+
+
+@needs_pdf
+def test_who_may_change_the_library_and_what_is_refused(
+    site: tuple[TestClient, dict[str, str]], pdf: Path, fresh_store: Path
+) -> None:
+    """Anonymous 401, a reviewer who is not an editor 403, a file that is not a PDF 422
+    naming it, a second change while one runs 409; nothing is written for any of them."""
+    c, auth = site
+    assert _top_docs(c, "lockout group lockbox")  # the indexes loaded
+    before = _files(fresh_store)
+    files = {"file": (pdf.name, pdf.read_bytes(), "application/pdf")}
+    assert c.post("/documents", files=files).status_code == 401
+    r = c.post("/documents", files=files, headers={"Authorization": auth["rev"]})
+    assert r.status_code == 403 and "--role editor" in r.json()["error"]
+    r = c.post("/documents/loto_energy_control/withdraw", headers={"Authorization": auth["rev"]})
+    assert r.status_code == 403
+    bad = {"file": ("notes.txt", b"lockout notes, not a PDF", "text/plain")}
+    r = c.post("/documents", files=bad, headers={"Authorization": auth["ed"]})
+    assert r.status_code == 422 and "notes.txt" in r.json()["error"] and "not a PDF" in r.json()["error"]
+    broken = {"file": ("../../broken.pdf", b"%PDF-1.7\n garbage", "application/pdf")}
+    r = c.post("/documents", files=broken, headers={"Authorization": auth["ed"]})
+    assert r.status_code == 422 and "broken.pdf" in r.json()["error"], r.text
+    assert not (fresh_store.parent / "broken.pdf").exists()
+    with edit_lock(fresh_store, "another change"):
+        r = c.post("/documents", files=files, headers={"Authorization": auth["ed"]})
+        assert r.status_code == 409 and "another change" in r.json()["error"]
+    r = c.post("/documents/no_such_doc/withdraw", headers={"Authorization": auth["ed"]})
+    assert r.status_code == 404
+    assert _files(fresh_store) == before
+    assert _top_docs(c, "lockout group lockbox")
+
+
+@needs_pdf
+def test_a_failed_add_leaves_the_store_as_it_was_and_the_job_names_the_file(
+    site: tuple[TestClient, dict[str, str]], pdf: Path, fresh_store: Path
+) -> None:
+    """A doc_id the store holds already: the job fails naming the file; no manifest, no
+    copied PDF, no document row, the same documents searched."""
+    c, auth = site
+    docs = c.get("/documents").json()
+    body = {"doc_id": "loto_energy_control"}
+    r = c.post("/documents", data=body, files={"file": (pdf.name, pdf.read_bytes(), "application/pdf")},
+               headers={"Authorization": auth["ed"]})  # fmt: skip
+    state = _wait(c, r.json())
+    assert state["phase"] == "failed" and pdf.name in state["error"] and "already holds" in state["error"]
+    assert c.get("/documents").json() == docs
+    assert not (fresh_store / "library" / "manifest.csv").exists()
+    assert not list((fresh_store / "library" / "pdf").glob("*.pdf"))
+    assert "failed" in c.get(f"/library?job={state['id']}").text
+
+
+@needs_pdf
+def test_the_cli_adds_a_pdf_then_a_new_edition_and_an_ingest_keeps_them(
+    fresh_store: Path, fresh_corpus: Path, pdf: Path, tmp_path: Path
+) -> None:
+    """``document add FILE`` then ``--replaces``: edition 2, the first one in the store's
+    history, both PDFs kept; a later ``ingest`` of the corpus keeps the added document."""
+    run = CliRunner().invoke(
+        cli,
+        [
+            "document",
+            "add",
+            str(pdf),
+            "--store",
+            str(fresh_store),
+            "--field",
+            "title=Hoja LOTO",
+            "--by",
+            "ed",
+        ],
+    )
+    assert run.exit_code == 0, run.output
+    doc_id = "osha-factsheet-lockout-tagout-es"
+    assert f"{doc_id} added: Hoja LOTO" in run.output and "guessed, check them" in run.output
+    edition = tmp_path / "edition2.pdf"
+    edition.write_bytes(pdf.read_bytes() + b"\n% edition 2\n")  # same text, another file
+    run = CliRunner().invoke(
+        cli, ["document", "add", str(edition), "--store", str(fresh_store), "--replaces", doc_id]
+    )
+    assert run.exit_code == 0, run.output
+    with closing(Store(fresh_store)) as st:
+        assert st.document_rows()[doc_id]["version"] == 2
+        assert [h["version"] for h in st.history(doc_id)] == [1]
+        assert st.document(doc_id).title == "Hoja LOTO"  # type: ignore[union-attr]
+    assert sorted(p.name for p in (fresh_store / "library" / "pdf").iterdir()) == sorted(
+        [pdf.name, "edition2.pdf"]
+    )
+    again = ["document", "add", str(edition), "--store", str(fresh_store), "--field", f"doc_id={doc_id}"]
+    bad = CliRunner().invoke(cli, again)
+    assert bad.exit_code != 0 and "already holds" in bad.output
+    report = ingest(fresh_corpus, fresh_store, workers=1)
+    assert doc_id not in report.removed and doc_id in report.unchanged

@@ -7,7 +7,9 @@ per-app settings on ``app.state`` (read by the dependencies of
 - :mod:`~sourcepage.service.search`: ``POST /search`` (spec §5, exactly
   :func:`sourcepage.api.search`'s dict; ``"log": true`` appends the answer to
   ``answers.jsonl``) and the HTML search page ``/``;
-- :mod:`~sourcepage.service.documents`: ``GET /documents``, ``GET /health``;
+- :mod:`~sourcepage.service.documents`: ``GET /documents``, ``GET /health``, ``/library``;
+- :mod:`~sourcepage.service.editor`: ``POST /documents`` (a PDF added or a new edition),
+  ``POST /documents/{doc_id}/withdraw|restore``, ``GET /documents/jobs/{id}`` (an editor's);
 - :mod:`~sourcepage.service.pages`: ``GET /pages/{page_id}``, ``GET
   /pages/{page_id}/image`` (PNG with the passage highlighted) and ``/view/{page_id}``
   (the page image beside its text, metadata and the reviewer form);
@@ -43,7 +45,7 @@ from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sourcepage.service import auth, desk, documents, hardening, pages, reviews, search, signin
+from sourcepage.service import auth, desk, documents, editor, hardening, pages, reviews, search, signin
 from sourcepage.service.auth import form_back
 from sourcepage.service.deps import HERE, JUDGING, TEMPLATES, open_shared_store, readable, segments
 from sourcepage.service.render import ImageGate
@@ -263,7 +265,7 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
     app.add_api_route("/favicon.ico", _favicon, include_in_schema=False)
-    for module in (search, documents, pages, reviews, desk, signin):
+    for module in (search, documents, editor, pages, reviews, desk, signin):
         app.include_router(module.router)
     if JUDGING:
         from sourcepage.service import judging

@@ -238,6 +238,28 @@ def require_writer(request: Request, claimed: str) -> str:
     return _checked(request, identity(request), request.headers.get(CSRF_HEADER), claimed)
 
 
+def form_editor(request: Request, form: Any) -> str:
+    """:func:`form_writer` whose reviewer must hold the ``editor`` role (403 otherwise):
+    adding, replacing, withdrawing and restoring documents."""
+    name = form_writer(request, form)
+    if reviewers.EDITOR not in reviewers.reviewer_roles(request.app.state.access.store, name):
+        raise HTTPException(
+            403,
+            f"{name!r} may review but not change the library: an editor may "
+            f"(`sourcepage reviewer add {name} --role editor`)",
+        )
+    return name
+
+
+def is_editor(request: Request) -> bool:
+    """Whether the request's reviewer holds the ``editor`` role (the library page shows
+    the editor's forms to them only)."""
+    ident = identity(request)
+    return ident is not None and reviewers.EDITOR in reviewers.reviewer_roles(
+        request.app.state.access.store, ident.reviewer
+    )
+
+
 Writer = Annotated[str, Depends(writer)]
 
 

@@ -1,6 +1,7 @@
 """The store's documents and the service's health: ``GET /documents`` (every document with
 its provenance, page count, audit flags and guessed fields: ``corpus.library``), the
-``/library`` page listing them, ``GET /health``. Read only: no route here writes."""
+``/library`` page listing them (with the editor's forms and the change under way, for an
+editor: ``service.editor``), ``GET /health``. Read only: no route here writes."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from sourcepage.corpus.library import AUDIT_LABELS, LIBRARY_FILTERS, choices, library, matching
+from sourcepage.editions import own_doc_ids
+from sourcepage.jobs import latest_job, read_job
+from sourcepage.service.auth import is_editor
 from sourcepage.service.deps import DB, TEMPLATES, Corpus
 
 router = APIRouter()
@@ -83,6 +87,8 @@ def library_page(
     entries = library(db)
     wanted = {"jurisdiction": jurisdiction, "topic": topic, "authority": authority, "doc_type": doc_type}
     shown = matching(entries, wanted)
+    asked = request.query_params.get("job", "")
+    job = read_job(request.app.state.store, asked[:40]) if asked else latest_job(request.app.state.store)
     return TEMPLATES.TemplateResponse(
         request,
         "library.html",
@@ -94,6 +100,9 @@ def library_page(
             "menus": {name: choices(entries, name) for name in LIBRARY_FILTERS},
             "audit_labels": AUDIT_LABELS,
             "withdrawn": db.withdrawn_documents(),
+            "editor": is_editor(request),
+            "own": own_doc_ids(request.app.state.store),
+            "job": job if job is not None and (asked or not job.finished) else None,
         },
     )
 

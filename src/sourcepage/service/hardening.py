@@ -19,10 +19,13 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
-__all__ = ["MAX_BODY", "BodyLimit", "SecurityHeaders"]
+__all__ = ["MAX_BODY", "MAX_UPLOAD", "UPLOAD_PATHS", "BodyLimit", "SecurityHeaders"]
 
 #: the largest request body accepted (a search, a review, a judgment or a form is a few KB)
 MAX_BODY = 1 << 20
+#: the largest body of an upload (``UPLOAD_PATHS``: a PDF and its fields, from an editor)
+MAX_UPLOAD = 64 << 20
+UPLOAD_PATHS = frozenset({"/documents", "/documents/draft", "/library/draft"})
 
 CSP = (
     "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
@@ -43,23 +46,38 @@ HEADERS = [
 
 
 def _too_large(limit: int) -> JSONResponse:
-    return JSONResponse({"error": f"request body over {limit} bytes"}, status_code=413)
+    size = f"{limit >> 20} MB" if limit >= 1 << 20 and limit % (1 << 20) == 0 else f"{limit} bytes"
+    return JSONResponse({"error": f"request body over {limit} bytes ({size})"}, status_code=413)
+
+
+def _signed(scope: Any) -> bool:
+    """Whether a request shows a token or a session cookie (checked by the Guard after): an
+    anonymous upload is held to the small limit before it is refused."""
+    for k, v in scope.get("headers", []):
+        if k.lower() == b"authorization" or (k.lower() == b"cookie" and b"sourcepage_session=" in v):
+            return True
+    return False
 
 
 class BodyLimit:
     """ASGI middleware: 413 for a body over ``limit`` bytes, before the app reads it.
 
     A body without a Content-Length is read here (up to the limit) and replayed to the
-    app, so the app never holds more than ``limit`` bytes of one request."""
+    app, so the app never holds more than ``limit`` bytes of one request. A POST to
+    ``UPLOAD_PATHS`` (an editor's PDF) with a token or a session is held to
+    ``upload_limit`` instead."""
 
-    def __init__(self, app: Any, limit: int = MAX_BODY):
+    def __init__(self, app: Any, limit: int = MAX_BODY, upload_limit: int = MAX_UPLOAD):
         self.app = app
         self.limit = limit
+        self.upload_limit = upload_limit
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
+        upload = scope["method"] == "POST" and scope.get("path", "") in UPLOAD_PATHS and _signed(scope)
+        limit = self.upload_limit if upload else self.limit
         lengths = [v for k, v in scope.get("headers", []) if k.lower() == b"content-length"]
         if lengths:
             try:
@@ -69,8 +87,8 @@ class BodyLimit:
             if len(lengths) > 1 or size < 0:
                 await JSONResponse({"error": "bad Content-Length"}, status_code=400)(scope, receive, send)
                 return
-            if size > self.limit:
-                await _too_large(self.limit)(scope, receive, send)
+            if size > limit:
+                await _too_large(limit)(scope, receive, send)
                 return
         messages, total = [], 0
         while True:  # read the body here (at most ``limit`` bytes), then replay it
@@ -79,8 +97,8 @@ class BodyLimit:
             if message["type"] != "http.request":
                 break
             total += len(message.get("body", b""))
-            if total > self.limit:
-                await _too_large(self.limit)(scope, receive, send)
+            if total > limit:
+                await _too_large(limit)(scope, receive, send)
                 return
             if not message.get("more_body", False):
                 break

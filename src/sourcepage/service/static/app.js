@@ -94,4 +94,25 @@
     }
     if (img.complete && img.naturalWidth) go(); else img.addEventListener("load", go);
   });
+
+  // the library's change under way (issue 50): follow its job, then show the library it made
+  document.querySelectorAll("section.job[data-job]").forEach(function (box) {
+    var id = box.dataset.job;
+    if (box.dataset.phase === "done" || box.dataset.phase === "failed") return;
+    function set(sel, text) { var el = box.querySelector(sel); if (el) el.textContent = text; }
+    function poll() {
+      fetch("/documents/jobs/" + encodeURIComponent(id), { headers: { Accept: "application/json" } })
+        .then(function (r) { return r.json(); })
+        .then(function (j) {
+          box.dataset.phase = j.phase;
+          box.querySelector("progress").value = j.percent;
+          set(".job-phase", j.phase); set(".job-percent", j.percent); set(".job-message", j.message || "");
+          if (j.error) { var e = box.querySelector(".job-error"); e.textContent = j.error; e.hidden = false; }
+          if (j.finished) location.replace("/library?job=" + encodeURIComponent(id));
+          else setTimeout(poll, 700);
+        })
+        .catch(function () { setTimeout(poll, 2000); });
+    }
+    setTimeout(poll, 500);
+  });
 })();
