@@ -145,6 +145,8 @@ def test_an_editor_adds_a_pdf_it_is_searched_then_withdrawn_it_is_not(
     assert "title" not in listed["guessed"] and "authority" in listed["guessed"]  # given ≠ guessed
     assert listed["found_in"].startswith("uploaded by ed ")
     assert (fresh_store / "library" / "pdf" / pdf.name).is_file()
+    image = c.get(f"/pages/{doc_id}%23p1/image")  # rendered from the store's own folder
+    assert image.status_code == 200 and image.headers["content-type"] == "image/png", image.text
     assert not list((fresh_store / "library" / "incoming").glob("*.pdf"))  # the staged copy moved
     page = c.get("/library", headers={"Authorization": auth["ed"]}).text
     assert f'data-doc="{doc_id}"' in page and "(guessed)" in page and 'action="/library/draft"' in page

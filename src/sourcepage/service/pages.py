@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 
 from sourcepage import records
 from sourcepage.corpus.fields import ASSET_URL_KEY, asset_links, document_fields
+from sourcepage.corpus.sources import OWN_CORPUS
 from sourcepage.labels import reviews as review
 from sourcepage.limits import LimitExceeded
 from sourcepage.records import Document, parse_page_id
@@ -81,9 +82,11 @@ def chunk_of(db: Store, page_id: str, chunk_id: str, version: str) -> tuple[str,
     return c.text, [tuple(s) for s in c.spans]
 
 
-def pdf_path(corpus: Path | None, d: Document, shas: ShaCache) -> Path:
-    """The ingested PDF of a document inside ``<corpus>/pdf``; 404 or 409 otherwise."""
-    if corpus is None:
+def pdf_path(corpus: Path | None, d: Document, shas: ShaCache, own: Path | None = None) -> Path:
+    """The ingested PDF of a document inside ``<corpus>/pdf``, or inside ``<own>/pdf`` (the
+    store's own library: the documents added from the web page); 404 or 409 otherwise."""
+    folders = [f for f in (corpus, own) if f is not None and (f / "pdf").is_dir()]
+    if corpus is None and not folders:
         raise HTTPException(
             404, "no corpus folder is known for this store: start `sourcepage serve` with --corpus DIR"
         )
@@ -92,17 +95,23 @@ def pdf_path(corpus: Path | None, d: Document, shas: ShaCache) -> Path:
         raise HTTPException(404, f"document {d.doc_id!r} has no usable file name")
     if Path(name).suffix.lower() != ".pdf":
         raise HTTPException(404, f"document {d.doc_id!r} is not a PDF ({name}): no page image")
-    base = (corpus / "pdf").resolve()
-    path = (base / name).resolve()
-    if path.parent != base or not path.is_file():
-        raise HTTPException(404, f"the PDF of {d.doc_id!r} is not in {base}")
-    stat = path.stat()
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
-    if key not in shas:
-        shas[key] = hashlib.sha256(path.read_bytes()).hexdigest()
-    if d.sha256 and shas[key] != d.sha256.lower():
+    changed = False
+    for folder in folders:
+        base = (folder / "pdf").resolve()
+        path = (base / name).resolve()
+        if path.parent != base or not path.is_file():
+            continue
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        if key not in shas:
+            shas[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+        if not d.sha256 or shas[key] == d.sha256.lower():
+            return path
+        changed = True
+    if changed:
         raise HTTPException(409, f"the PDF of {d.doc_id!r} changed since it was ingested: re-ingest")
-    return path
+    where = " or ".join(str((f / "pdf").resolve()) for f in folders) or str(corpus)
+    raise HTTPException(404, f"the PDF of {d.doc_id!r} is not in {where}")
 
 
 # --------------------------------------------------------------------------- JSON
@@ -176,7 +185,7 @@ def _page_image(
     chunk_text = chunk_of(db, page_id, chunk, version)[0]
     # with a chunk, ``highlight`` is the quoted sentence, marked more strongly inside it
     passage, quote = (chunk_text, highlight) if chunk_text and highlight else (highlight or chunk_text, "")
-    path = pdf_path(corpus, d, shas)
+    path = pdf_path(corpus, d, shas, Path(db.path) / OWN_CORPUS)
     try:
         png, info = render_page(
             path, n, scale=scale, passage=passage, quote=quote, terms=content_terms(q) if q else ()
@@ -277,7 +286,8 @@ def view_context(
         "recorded": qp.get("recorded", ""),
         "form_error": form_error,
         "form": form or {},
-        "image_ok": corpus is not None and d.file.lower().endswith(".pdf"),
+        "image_ok": d.file.lower().endswith(".pdf")
+        and (corpus is not None or (Path(store) / OWN_CORPUS / "pdf" / d.file).is_file()),
         "withdrawn": db.withdrawal_note(d.doc_id),
     }
 
