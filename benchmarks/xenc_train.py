@@ -58,12 +58,15 @@ class Variant:
 GRID = [
     Variant(p, w, t, wt)
     for p, w, t, wt in itertools.product((3, 5, 8, 10), ("hit", "all"), (128, 256), (0.5, 0.75))
+    if w == "hit" or t == 128
 ]
 
 
 def chunk_logits(s, qs: list[Question], base: dict[str, list[Hit]], tokens: int, path: Path) -> dict:  # noqa: ANN001
-    """question id → chunk id → [logit, CPU seconds] for every chunk of the base's first
-    ``MAX_PAGES`` pages, pairs cut to ``tokens`` word pieces (cached in ``path``)."""
+    """question id → chunk id → [logit, CPU seconds] for the chunks of the base's first
+    ``MAX_PAGES`` pages, pairs cut to ``tokens`` word pieces (cached in ``path``): every chunk
+    at 128 word pieces, only each page's hit chunk at more (the longer pairs cost twice as
+    much, so only the one-pair-a-page reading can afford them)."""
     from sourcepage.retrieval.vxmodels import cross_encoder
 
     got = json.loads(path.read_text()) if path.exists() else {}
@@ -71,7 +74,12 @@ def chunk_logits(s, qs: list[Question], base: dict[str, list[Hit]], tokens: int,
     ce = cross_encoder()
     for i, q in enumerate(qs, 1):
         have = got.setdefault(q.id, {})
-        chunks = [c for h in base[q.id][:MAX_PAGES] for c in s.store.page_chunks(s.version, h.page_id)]
+        chunks = [
+            (cid, text)
+            for h in base[q.id][:MAX_PAGES]
+            for cid, text in s.store.page_chunks(s.version, h.page_id)
+            if tokens <= 128 or cid == h.chunk_id
+        ]
         todo = [(cid, text) for cid, text in chunks if cid not in have]
         if not todo:
             continue

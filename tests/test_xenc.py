@@ -55,6 +55,15 @@ def test_logit_does_not_depend_on_the_batch(ce: V.CrossEncoder) -> None:
         assert abs(got[others.index(RELEVANT)] - alone) <= 1e-4
 
 
+def test_pairs_run_side_by_side_give_the_same_logits(ce: V.CrossEncoder) -> None:
+    """``workers=2`` runs two pairs at once: every logit equal to the pair run alone."""
+    passages = [*IRRELEVANT, RELEVANT, RELEVANT * 3] * 3
+    one = ce.scores(QUESTION, passages)
+    assert np.array_equal(ce.scores(QUESTION, passages, workers=2), one)
+    assert np.array_equal(ce.scores(QUESTION, passages[:1], workers=2), one[:1])
+    assert ce.scores(QUESTION, [], workers=2).shape == (0,)
+
+
 def test_pairs_cut_to_256_word_pieces(ce: V.CrossEncoder) -> None:
     enc = ce.tokenizer.encode(QUESTION, RELEVANT * 40)
     assert len(enc.ids) == V.PAIR_TOKENS and not ce.tokenizer.padding

@@ -20,6 +20,7 @@ unpadded, so the ranking is the same whatever else is asked: deterministic for a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -33,6 +34,8 @@ WINDOWS = ("all", "hit")
 #: the most word pieces of a pair (``vxmodels.PAIR_TOKENS``, kept here so that settings
 #: are checked without loading the model module)
 PAIR_TOKENS = 256
+#: pairs run at once (the same logits; a search's wall time about halves on 2 idle cores)
+WORKERS = min(2, os.cpu_count() or 1)
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
@@ -84,7 +87,7 @@ def page_logits(
         if st.windows == "hit":
             chunks = [(cid, text) for cid, text in chunks if cid == h.chunk_id] or chunks[:1]
         windows += [(h.page_id, cid, text) for cid, text in chunks]
-    logits = cross_encoder().scores(question, [t for _, _, t in windows], st.tokens)
+    logits = cross_encoder().scores(question, [t for _, _, t in windows], st.tokens, WORKERS)
     best: dict[str, tuple[float, str]] = {}
     for (p, cid, _), x in zip(windows, logits.tolist(), strict=True):
         if p not in best or x > best[p][0]:
