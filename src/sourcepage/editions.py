@@ -53,6 +53,7 @@ __all__ = [
     "Progress",
     "add_document",
     "check_pdf",
+    "edition_fields",
     "own_doc_ids",
     "draft_upload",
     "reindex",
@@ -285,6 +286,12 @@ def _add(
             "there and run `sourcepage ingest` (an edition uploaded here would be undone by the next ingest)"
         )
     return _ingest_one(store, pdf, doc, rows, progress)
+
+
+def edition_fields(store: str | Path, doc_id: str) -> dict[str, str]:
+    """The fields a new edition of library document ``doc_id`` keeps (``_kept_fields``):
+    the replace form starts from them."""
+    return _kept_fields(_read_rows(_library(store) / "manifest.csv"), doc_id)
 
 
 def _kept_fields(rows: list[dict[str, str]], doc_id: str) -> dict[str, str]:

@@ -178,6 +178,10 @@ def test_who_may_change_the_library_and_what_is_refused(
     assert r.status_code == 403 and "--role editor" in r.json()["error"]
     r = c.post("/documents/loto_energy_control/withdraw", headers={"Authorization": auth["rev"]})
     assert r.status_code == 403
+    big = {"file": ("big.pdf", b"%PDF-1.7\n" + b"0" * (2 << 20), "application/pdf")}
+    assert c.post("/documents", files=big).status_code == 413  # anonymous: the 1 MB limit
+    r = c.post("/documents", files=big, headers={"Authorization": auth["ed"]})  # an editor's: 64 MB
+    assert r.status_code == 422 and "big.pdf" in r.json()["error"], r.text
     bad = {"file": ("notes.txt", b"lockout notes, not a PDF", "text/plain")}
     r = c.post("/documents", files=bad, headers={"Authorization": auth["ed"]})
     assert r.status_code == 422 and "notes.txt" in r.json()["error"] and "not a PDF" in r.json()["error"]

@@ -97,8 +97,10 @@ async def draft_page(request: Request) -> HTMLResponse:
     form_editor(request, form)
     pdf = await _staged(request, form)
     ctx = _draft_json(pdf, await _draft(pdf)) | {"replaces": str(form.get("replaces", ""))[:200]}
-    if ctx["replaces"]:
-        ctx["fields"]["doc_id"] = ctx["replaces"]
+    if ctx["replaces"]:  # a new edition starts from the fields a person gave the last one
+        kept = editions.edition_fields(_store(request), ctx["replaces"])
+        ctx["fields"] |= kept | {"doc_id": ctx["replaces"]}
+        ctx["guessed"] = {k: v for k, v in ctx["guessed"].items() if k not in kept}
     return TEMPLATES.TemplateResponse(request, "library_add.html", ctx)
 
 
