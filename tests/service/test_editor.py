@@ -258,3 +258,21 @@ def test_the_cli_adds_a_pdf_then_a_new_edition_and_an_ingest_keeps_them(
     assert bad.exit_code != 0 and "already holds" in bad.output
     report = ingest(fresh_corpus, fresh_store, workers=1)
     assert doc_id not in report.removed and doc_id in report.unchanged
+
+
+def test_searches_keep_their_indexes_while_the_library_changes(fresh_store: Path) -> None:
+    """Between a change's ingest and its new indexes, the service's searches are answered
+    from the indexes loaded before (the edit lock is held); after it, a stale index is
+    refused as before (the change builds the new ones before it lets go)."""
+    from sourcepage import api
+    from sourcepage.corpus.library import set_withdrawn
+    from sourcepage.retrieval.index import IndexMissing
+
+    before = api.service(fresh_store, build=False)
+    assert before.search("lockout group lockbox", "bm25", answer=False)["results"]
+    with edit_lock(fresh_store, "a test change"):
+        set_withdrawn(fresh_store, "machine_guarding", True, "ed")  # the content changes, no index yet
+        during = api.service(fresh_store, build=False)
+        assert during is before and during.search("lockout group lockbox", "bm25", answer=False)["results"]
+    with pytest.raises(IndexMissing):
+        api.service(fresh_store, build=False).search("lockout group lockbox", "bm25", answer=False)
