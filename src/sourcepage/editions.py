@@ -371,24 +371,33 @@ def set_withdrawn(
 
 def reindex(store: Path, progress: Progress = _quiet) -> None:
     """Build again the indexes a search with the defaults needs (``api.index_plan`` on the
-    default version); the chunks already embedded are read from the store's cache."""
+    default version), and its sentence vectors when the store had them (else every answer
+    encodes its passages' sentences); the chunks and sentences already encoded are read
+    from the store's embedding cache, so only the new ones cost."""
     from sourcepage import api
+    from sourcepage.retrieval import sentvec
     from sourcepage.retrieval.index import build_index
     from sourcepage.retrieval.methods import parse_method
 
-    plan = api.index_plan(store, [api.DEFAULT_VERSION])
+    version = api.DEFAULT_VERSION
     with closing(Store(store)) as st:
-        if not st.chunk_counts().get(api.DEFAULT_VERSION):
+        if not st.chunk_counts().get(version):
             return  # nothing left to index (every document withdrawn)
-        for i, (version, method) in enumerate(plan):
-            label = f"building the {method} index ({i + 1} of {len(plan)})"
-            start, span = 40 + 55 * i // len(plan), 55 // len(plan)
+        steps: list[tuple[str, Callable[[Callable[[int, int], None]], object]]] = [
+            (f"the {m} index", lambda tick, v=v, m=m: build_index(st, v, parse_method(m), progress=tick))
+            for v, m in api.index_plan(store, [version])
+        ]
+        if (sentvec.folder(st, version) / "CURRENT").is_file():
+            steps.append(("the sentence vectors", lambda tick: sentvec.build(st, version, 1, tick)))
+        for i, (what, step) in enumerate(steps):
+            label = f"building {what} ({i + 1} of {len(steps)})"
+            start, span = 40 + 55 * i // len(steps), 55 // len(steps)
 
             def tick(done: int, total: int, label: str = label, start: int = start, span: int = span) -> None:
                 progress("indexing", start + (span * done // total if total else 0), label)
 
             tick(0, 0)
-            build_index(st, version, parse_method(method), progress=tick)
+            step(tick)
 
 
 def known_error(e: BaseException) -> bool:

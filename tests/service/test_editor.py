@@ -222,7 +222,12 @@ def test_the_cli_adds_a_pdf_then_a_new_edition_and_an_ingest_keeps_them(
     fresh_store: Path, fresh_corpus: Path, pdf: Path, tmp_path: Path
 ) -> None:
     """``document add FILE`` then ``--replaces``: edition 2, the first one in the store's
-    history, both PDFs kept; a later ``ingest`` of the corpus keeps the added document."""
+    history, both PDFs kept, the sentence vectors built again (not left stale); a later
+    ``ingest`` of the corpus keeps the added document."""
+    from sourcepage.retrieval import sentvec
+
+    with closing(Store(fresh_store)) as st:
+        sentvec.build(st, "raw", 1)
     run = CliRunner().invoke(
         cli,
         [
@@ -250,6 +255,7 @@ def test_the_cli_adds_a_pdf_then_a_new_edition_and_an_ingest_keeps_them(
         assert st.document_rows()[doc_id]["version"] == 2
         assert [h["version"] for h in st.history(doc_id)] == [1]
         assert st.document(doc_id).title == "Hoja LOTO"  # type: ignore[union-attr]
+        assert sentvec.load(st, "raw") is not None  # matches the chunks with the new edition
     assert sorted(p.name for p in (fresh_store / "library" / "pdf").iterdir()) == sorted(
         [pdf.name, "edition2.pdf"]
     )
