@@ -51,6 +51,7 @@ class Job:
     error: str = ""
     started_at: float = field(default_factory=time.time)
     finished_at: float | None = None
+    pid: int = field(default_factory=os.getpid)  # the process running it
 
     @property
     def finished(self) -> bool:
@@ -82,7 +83,24 @@ def read_job(store: str | Path, job_id: str) -> Job | None:
     except (OSError, ValueError):
         return None
     d.pop("finished", None)
-    return Job(**d)
+    job = Job(**d)
+    if not job.finished and not _alive(job.pid):
+        job.phase = "failed"
+        job.error = (
+            f"{job.file or job.doc_id}: interrupted (the process running it, {job.pid}, ended); the store "
+            "holds the document as before or as after, and `sourcepage index` builds any index left stale"
+        )
+    return job
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def latest_job(store: str | Path) -> Job | None:

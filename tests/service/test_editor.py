@@ -282,3 +282,22 @@ def test_searches_keep_their_indexes_while_the_library_changes(fresh_store: Path
         assert during is before and during.search("lockout group lockbox", "bm25", answer=False)["results"]
     with pytest.raises(IndexMissing):
         api.service(fresh_store, build=False).search("lockout group lockbox", "bm25", answer=False)
+
+
+def test_a_job_whose_process_died_reads_as_interrupted(tmp_path: Path) -> None:
+    """A job left unfinished by a process that ended (kill -9, a crash) is not shown as
+    running for ever: it reads as failed, interrupted, naming its file."""
+    import json
+    import subprocess
+
+    from sourcepage import jobs
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    folder = tmp_path / "store" / "library" / "jobs"
+    folder.mkdir(parents=True)
+    job = jobs.Job("0123456789abcdef", "add", "x", "x.pdf", phase="indexing", percent=60, pid=gone.pid)
+    (folder / f"{job.id}.json").write_text(json.dumps(job.as_dict()))
+    got = jobs.read_job(tmp_path / "store", job.id)
+    assert got is not None and got.phase == "failed" and "x.pdf: interrupted" in got.error
+    assert jobs.read_job(tmp_path / "store", "../../etc/passwd") is None
