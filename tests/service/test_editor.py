@@ -194,6 +194,16 @@ def test_who_may_change_the_library_and_what_is_refused(
         assert r.status_code == 409 and "another change" in r.json()["error"]
     r = c.post("/documents/no_such_doc/withdraw", headers={"Authorization": auth["ed"]})
     assert r.status_code == 404
+    # a signed-in editor's browser: the form needs its CSRF token, and the same origin
+    signed = c.post(
+        "/login", data={"token": auth["ed"].split()[1], "next": "/library"}, follow_redirects=False
+    )
+    assert signed.status_code == 303
+    r = c.post("/documents/loto_energy_control/withdraw", data={"reason": "x"})
+    assert r.status_code == 403 and "CSRF" in r.json()["error"]
+    r = c.post("/documents", files=files, headers={"Origin": "http://evil.example"})
+    assert r.status_code == 403 and "cross-origin" in r.json()["error"]
+    c.cookies.clear()
     assert _files(fresh_store) == before
     assert _top_docs(c, "lockout group lockbox")
 
