@@ -24,6 +24,7 @@ the same page of the new edition, and the old text is in the history.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import io
@@ -32,6 +33,7 @@ import re
 import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from contextlib import closing
 from pathlib import Path
@@ -80,6 +82,8 @@ EDITABLE = (
 )
 PDF_MAGIC = b"%PDF-"
 INCOMING = "incoming"
+#: how long an upload drafted but not added is kept (a day: the form may wait overnight)
+STAGED_SECONDS = 24 * 3600
 _STAGED = re.compile(r"^[0-9a-f]{16}-[A-Za-z0-9][A-Za-z0-9._-]{0,99}\.pdf\Z")
 
 
@@ -122,12 +126,22 @@ def stage_upload(store: str | Path, name: str, data: bytes) -> Path:
     check_pdf(name, data[:8], len(data))
     folder = _library(store) / INCOMING
     folder.mkdir(parents=True, exist_ok=True)
+    _forget_stale(folder)
     path = folder / f"{secrets.token_hex(8)}-{safe_file_name(name)}"
     fd, tmp = tempfile.mkstemp(prefix=".upload.", dir=folder)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
     return path
+
+
+def _forget_stale(folder: Path) -> None:
+    """Remove the uploads drafted but never added (older than ``STAGED_SECONDS``)."""
+    limit = time.time() - STAGED_SECONDS
+    for p in folder.iterdir():
+        with contextlib.suppress(OSError):
+            if p.is_file() and p.stat().st_mtime < limit:
+                p.unlink()
 
 
 def staged_path(store: str | Path, staged: str) -> Path:

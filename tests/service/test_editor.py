@@ -311,3 +311,18 @@ def test_a_job_whose_process_died_reads_as_interrupted(tmp_path: Path) -> None:
     got = jobs.read_job(tmp_path / "store", job.id)
     assert got is not None and got.phase == "failed" and "x.pdf: interrupted" in got.error
     assert jobs.read_job(tmp_path / "store", "../../etc/passwd") is None
+
+
+def test_uploads_drafted_but_never_added_are_forgotten_after_a_day(tmp_path: Path) -> None:
+    import os
+
+    from sourcepage import editions
+
+    store = tmp_path / "store"
+    old = editions.stage_upload(store, "old.pdf", b"%PDF-1.7 old")
+    os.utime(old, (time.time() - 2 * 24 * 3600,) * 2)
+    new = editions.stage_upload(store, "../x/new one.pdf", b"%PDF-1.7 new")
+    assert not old.exists() and new.parent == old.parent and new.name.endswith("-new-one.pdf")
+    assert editions.staged_path(store, new.name) == new
+    with pytest.raises(editions.EditError):
+        editions.staged_path(store, "../../reviewers.sqlite")
