@@ -19,7 +19,9 @@ PDF removed, and the failure row of a new document deleted (``Store.undo_failure
 error names the file. A new edition moves the old one's metadata and page texts into the
 store's history (``Store.history``: version, SHA-256, when replaced); its PDF stays in
 ``library/pdf``. Page ids name the current edition: a citation of the old one resolves to
-the same page of the new edition, and the old text is in the history.
+the same page of the new edition, and the old text is in the history. A new edition of a
+document of the corpus folder is kept in the library too, and its row there replaces the
+corpus's in every later ingest (``ManifestSource.read(own=...)``).
 """
 
 from __future__ import annotations
@@ -282,7 +284,7 @@ def _add(
         known = st.document_rows()
     given = {k: v for k, v in fields.items() if str(v or "").strip()}
     if replaces:
-        given = _kept_fields(rows, replaces) | given | {"doc_id": replaces}
+        given = edition_fields(store, replaces) | given | {"doc_id": replaces}
         if known.get(replaces, {}).get("status") != "ok":
             raise EditError(f"{name!r}: the store holds no searchable document {replaces!r} to replace")
     pdf_dir = _library(store) / "pdf"
@@ -294,24 +296,18 @@ def _add(
         raise EditError(
             f"{name!r}: the store already holds a document {doc.doc_id!r}; replace it, or give another doc_id"
         )
-    if replaces and not any(r.get("doc_id") == replaces for r in rows):
-        raise EditError(
-            f"{replaces!r} comes from a corpus folder's manifest, not from the library: replace its PDF "
-            "there and run `sourcepage ingest` (an edition uploaded here would be undone by the next ingest)"
-        )
     return _ingest_one(store, pdf, doc, rows, progress)
 
 
 def edition_fields(store: str | Path, doc_id: str) -> dict[str, str]:
-    """The fields a new edition of library document ``doc_id`` keeps (``_kept_fields``):
-    the replace form starts from them."""
-    return _kept_fields(_read_rows(_library(store) / "manifest.csv"), doc_id)
-
-
-def _kept_fields(rows: list[dict[str, str]], doc_id: str) -> dict[str, str]:
-    """The fields of the edition being replaced that a person gave (not guessed): a new
-    edition keeps them unless given others; the guessed ones are drafted again."""
-    old = next((r for r in rows if r.get("doc_id") == doc_id), {})
+    """The fields a new edition of ``doc_id`` keeps: those of the edition it replaces that a
+    person gave (not guessed), from the library's manifest or, for a document of the
+    corpus, the store. The guessed ones are drafted again from the new PDF."""
+    old = next((r for r in _read_rows(_library(store) / "manifest.csv") if r.get("doc_id") == doc_id), None)
+    if old is None:
+        with closing(Store(store)) as st:
+            doc = st.document(doc_id)
+        old = doc.as_dict() if doc is not None else {}
     guessed = {g.strip() for g in old.get(GUESSED, "").split(";")}
     return {k: old[k] for k in EDITABLE if old.get(k) and k not in guessed}
 

@@ -192,6 +192,7 @@ def ingest(
         engine=engine,
         settings=settings or TextSettings(),
         allow_checksum_mismatch=allow_checksum_mismatch,
+        own=Path(store) / OWN_CORPUS,
     )
     check_enrich_fields(source.settings.enrich_fields, [c for m in source.manifests for c in m.extra_columns])
     report = IngestReport(store=str(store), engine=engine)
@@ -211,7 +212,8 @@ def ingest(
 
 def with_own_corpus(corpus: str | Path | Sequence[str | Path], store: str | Path) -> list[str | Path]:
     """The corpus folders and the store's own (``<store>/library``: the documents added from
-    the web page) when it lists any, so that an ingest keeps them rather than removing them."""
+    the web page) when it lists any, so that an ingest keeps them rather than removing them;
+    a new edition added there of a corpus document replaces the corpus's row."""
     folders = [corpus] if isinstance(corpus, (str, Path)) else list(corpus)
     own = Path(store) / OWN_CORPUS
     if (own / "manifest.csv").is_file() and own.resolve() not in {Path(f).resolve() for f in folders}:

@@ -326,3 +326,28 @@ def test_uploads_drafted_but_never_added_are_forgotten_after_a_day(tmp_path: Pat
     assert editions.staged_path(store, new.name) == new
     with pytest.raises(editions.EditError):
         editions.staged_path(store, "../../reviewers.sqlite")
+
+
+@needs_pdf
+def test_a_new_edition_of_a_corpus_document_outlasts_the_next_ingest(
+    site: tuple[TestClient, dict[str, str]], pdf: Path, fresh_store: Path, fresh_corpus: Path
+) -> None:
+    """A document of the corpus folder replaced from the web page: edition 2 (the first in
+    the history), its fields given by a person kept, its page image from the store's own
+    folder; the next ``ingest`` of the corpus keeps the new edition."""
+    c, auth = site
+    doc_id = "loto_energy_control"
+    before = {d["doc_id"]: d for d in c.get("/documents").json()}[doc_id]
+    files = {"file": ("loto-2026.pdf", pdf.read_bytes(), "application/pdf")}
+    r = c.post("/documents", data={"replaces": doc_id}, files=files, headers={"Authorization": auth["ed"]})
+    assert r.status_code == 202 and r.json()["kind"] == "replace", r.text
+    assert _wait(c, r.json())["phase"] == "done"
+    after = {d["doc_id"]: d for d in c.get("/documents").json()}[doc_id]
+    assert after["version"] == 2 and after["file"] == "loto-2026.pdf" and after["sha256"] != before["sha256"]
+    assert after["title"] == before["title"] and after["license"] == before["license"]  # a person's fields
+    assert c.get(f"/pages/{doc_id}%23p1/image").status_code == 200
+    report = ingest(fresh_corpus, fresh_store, workers=1)
+    assert doc_id in report.unchanged and not report.removed and not report.failed
+    with closing(Store(fresh_store)) as st:
+        assert st.document_rows()[doc_id]["sha256"] == after["sha256"]
+        assert [h["sha256"] for h in st.history(doc_id)] == [before["sha256"]]

@@ -96,13 +96,16 @@ class ManifestSource:
     engine: str
     settings: TextSettings
     manifests: tuple[Manifest, ...] = ()
+    own: Path | None = None  # the store's own folder: its rows replace the same doc_id's elsewhere
 
     command = "ingest"
     per_document_transactions = True
 
     def __post_init__(self) -> None:
         self.manifests = self.manifests or (self.manifest,)
-        self._owner = {d.doc_id: m for m in self.manifests for d in m.documents}
+        own = [m for m in self.manifests if self.own is not None and _same(m.corpus_dir, self.own)]
+        rest = [m for m in self.manifests if m not in own]
+        self._owner = {d.doc_id: m for m in (*rest, *own) for d in m.documents}
 
     @classmethod
     def read(
@@ -112,11 +115,15 @@ class ManifestSource:
         engine: str,
         settings: TextSettings,
         allow_checksum_mismatch: bool = False,
+        own: Path | None = None,
     ) -> ManifestSource:
         """Validate the engine and the manifests (ManifestError lists every problem of a
-        manifest; a doc_id in two folders is an error naming both manifests)."""
+        manifest; a doc_id in two folders is an error naming both manifests, unless one of
+        them is ``own``, the store's own folder: an edition added there replaces the row of
+        the corpus)."""
         if engine not in ENGINES:
             raise ValueError(f"unknown extraction engine {engine!r}; choose from {ENGINES}")
+        own = _key(own) if own is not None else None
         folders = [corpus] if isinstance(corpus, (str, Path)) else list(corpus)
         if not folders:
             raise ValueError("no corpus folder given")
@@ -124,13 +131,14 @@ class ManifestSource:
         seen: dict[str, Path] = {}
         for m in manifests:
             for d in m.documents:
-                if d.doc_id in seen:
+                if d.doc_id in seen and not (own and own in (_key(m.corpus_dir), seen[d.doc_id])):
                     raise ValueError(
                         f"{m.corpus_dir / 'manifest.csv'}: doc_id {d.doc_id!r} is also in "
                         f"{seen[d.doc_id] / 'manifest.csv'}; one collection needs unique doc_ids"
                     )
-                seen[d.doc_id] = m.corpus_dir
-        return cls(folders[0], manifests[0], engine, settings, manifests)
+                if seen.get(d.doc_id) != own:
+                    seen[d.doc_id] = _key(m.corpus_dir)
+        return cls(folders[0], manifests[0], engine, settings, manifests, own)
 
     def run_args(self, force: bool) -> dict[str, Any]:
         args: dict[str, Any] = {
@@ -152,7 +160,7 @@ class ManifestSource:
         ]
 
     def batches(self) -> Iterator[list[Document]]:
-        yield [d for m in self.manifests for d in m.documents]
+        yield [d for m in self.manifests for d in m.documents if self._owner[d.doc_id] is m]
 
     def identify(
         self, store: Store, conn: Any, run_id: int, items: list[Document], warn: Warn
@@ -179,6 +187,14 @@ class ManifestSource:
                 store.mark_removed(conn, doc_id)
                 removed.append(doc_id)
         return removed
+
+
+def _key(folder: Path) -> Path:
+    return Path(folder).resolve()
+
+
+def _same(a: Path, b: Path) -> bool:
+    return _key(a) == _key(b)
 
 
 #: the store's own corpus folder (``<store>/library``): the documents added from the web
