@@ -192,6 +192,7 @@ def test_who_may_change_the_library_and_what_is_refused(
     with edit_lock(fresh_store, "another change"):
         r = c.post("/documents", files=files, headers={"Authorization": auth["ed"]})
         assert r.status_code == 409 and "another change" in r.json()["error"]
+        assert not list((fresh_store / "library" / "incoming").glob("*.pdf"))  # refused before it was kept
     r = c.post("/documents/no_such_doc/withdraw", headers={"Authorization": auth["ed"]})
     assert r.status_code == 404
     # a signed-in editor's browser: the form needs its CSRF token, and the same origin

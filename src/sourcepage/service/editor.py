@@ -32,7 +32,7 @@ from sourcepage import api, editions, jobs
 from sourcepage.corpus.draft import DraftRow
 from sourcepage.service.auth import form_editor
 from sourcepage.service.deps import TEMPLATES
-from sourcepage.store.lock import StoreBusy
+from sourcepage.store.lock import StoreBusy, editing
 from sourcepage.store.schema import StoreError
 
 router = APIRouter()
@@ -116,6 +116,12 @@ def _warm(store: Path) -> None:
     api.search("warm-up", store, build=False, answer=False, refer=False)
 
 
+def _not_busy(request: Request) -> None:
+    """409 at once while another change runs (before the upload is kept and read)."""
+    if editing(_store(request)):
+        raise HTTPException(409, "another change of the library is under way: wait for it to finish")
+
+
 def _start(request: Request, job: jobs.Job, work: Any) -> Response:
     store = _store(request)
     try:
@@ -137,6 +143,7 @@ async def add_document(request: Request) -> Response:
     job (``GET /documents/jobs/{id}``)."""
     form = await request.form()
     by = form_editor(request, form)
+    _not_busy(request)
     pdf = await _staged(request, form)
     draft = await _draft(pdf)
     fields = {k: str(form.get(k, ""))[:500] for k in editions.EDITABLE}
