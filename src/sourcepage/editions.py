@@ -282,6 +282,7 @@ def _add(
     rows = _read_rows(_library(store) / "manifest.csv")
     with closing(Store(store)) as st:
         known = st.document_rows()
+        previous = st.document(replaces) if replaces else None
     given = {k: v for k, v in fields.items() if str(v or "").strip()}
     if replaces:
         given = edition_fields(store, replaces) | given | {"doc_id": replaces}
@@ -292,6 +293,9 @@ def _add(
     file = _kept_name(pdf_dir, safe_file_name(name), sha256_file(pdf))
     found_in = f"uploaded by {by} {now()[:10]} as {name}"
     doc = completed_row(draft, given, file, found_in)
+    if previous is not None:  # the extra columns of the edition it replaces (a project, a site …)
+        kept = {k: v for k, v in previous.extra.items() if k != GUESSED and v}
+        doc = dataclasses.replace(doc, extra=kept | doc.extra)
     if not replaces and doc.doc_id in known:
         raise EditError(
             f"{name!r}: the store already holds a document {doc.doc_id!r}; replace it, or give another doc_id"

@@ -346,6 +346,7 @@ def test_a_new_edition_of_a_corpus_document_outlasts_the_next_ingest(
     after = {d["doc_id"]: d for d in c.get("/documents").json()}[doc_id]
     assert after["version"] == 2 and after["file"] == "loto-2026.pdf" and after["sha256"] != before["sha256"]
     assert after["title"] == before["title"] and after["license"] == before["license"]  # a person's fields
+    assert after["fields"] == before["fields"] and after["project_type"] == "industrial_maintenance"
     assert c.get(f"/pages/{doc_id}%23p1/image").status_code == 200
     report = ingest(fresh_corpus, fresh_store, workers=1)
     assert doc_id in report.unchanged and not report.removed and not report.failed
