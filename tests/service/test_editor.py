@@ -178,6 +178,9 @@ def test_who_may_change_the_library_and_what_is_refused(
     assert r.status_code == 403 and "--role editor" in r.json()["error"]
     r = c.post("/documents/loto_energy_control/withdraw", headers={"Authorization": auth["rev"]})
     assert r.status_code == 403
+    for who in ({}, {"Authorization": auth["rev"]}):  # the editor's forms are an editor's only
+        page = c.get("/library", headers=who).text
+        assert "data-doc=" in page and "/library/draft" not in page and "/withdraw" not in page
     big = {"file": ("big.pdf", b"%PDF-1.7\n" + b"0" * (2 << 20), "application/pdf")}
     assert c.post("/documents", files=big).status_code == 413  # anonymous: the 1 MB limit
     r = c.post("/documents", files=big, headers={"Authorization": auth["ed"]})  # an editor's: 64 MB
