@@ -16,12 +16,16 @@ second gets StoreBusy; while it runs, searches keep the indexes they loaded
 
 A change that fails leaves the store as it was: the manifest is written back, the copied
 PDF removed, and the failure row of a new document deleted (``Store.undo_failure``); the
-error names the file. A new edition moves the old one's metadata and page texts into the
-store's history (``Store.history``: version, SHA-256, when replaced); its PDF stays in
-``library/pdf``. Page ids name the current edition: a citation of the old one resolves to
-the same page of the new edition, and the old text is in the history. A new edition of a
-document of the corpus folder is kept in the library too, and its row there replaces the
-corpus's in every later ingest (``ManifestSource.read(own=...)``).
+error names the file. A change killed midway (kill -9, a power cut) leaves its journal
+(``library/change.json``); the next change first finishes or undoes it (``recover``), and
+``sourcepage document recover`` does so at once.
+
+A new edition moves the old one's metadata and page texts into the store's history
+(``Store.history``: version, SHA-256, when replaced); its PDF stays in ``library/pdf``.
+Page ids name the current edition: a citation of the old one resolves to the same page of
+the new edition, and the old text is in the history. A new edition of a document of the
+corpus folder is kept in the library too, and its row there replaces the corpus's in every
+later ingest (``ManifestSource.read(own=...)``).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import contextlib
 import csv
 import dataclasses
 import io
+import json
 import os
 import re
 import secrets
@@ -58,7 +63,9 @@ __all__ = [
     "add_document",
     "check_pdf",
     "edition_fields",
+    "finish_or_undo",
     "own_doc_ids",
+    "recover",
     "draft_upload",
     "reindex",
     "safe_file_name",
@@ -84,6 +91,8 @@ EDITABLE = (
 )
 PDF_MAGIC = b"%PDF-"
 INCOMING = "incoming"
+#: the journal of the change under way (``recover`` reads what a killed one left)
+JOURNAL = "change.json"
 #: how long an upload drafted but not added is kept (a day: the form may wait overnight)
 STAGED_SECONDS = 24 * 3600
 _STAGED = re.compile(r"^[0-9a-f]{16}-[A-Za-z0-9][A-Za-z0-9._-]{0,99}\.pdf\Z")
@@ -260,6 +269,7 @@ def add_document(
     is under way."""
     with edit_lock(store, f"adding {original_name(pdf)}"):
         progress("reading", 5, f"reading {original_name(pdf)}")
+        recover(Path(store), progress)
         try:
             return _add(Path(store), pdf, fields, by, replaces, progress, draft or draft_upload(pdf))
         except EditError:
@@ -330,6 +340,8 @@ def _ingest_one(
     if copied:
         shutil.copyfile(pdf, target)
     new_rows = [r for r in rows if r.get("doc_id") != doc.doc_id] + [doc.as_dict()]
+    entry = {"kind": "add", "doc": doc.as_dict(), "before": before, "copied": doc.file if copied else ""}
+    _write_text(library / JOURNAL, json.dumps(entry))  # what a killed change left, for ``recover``
     _write_text(manifest, _manifest_text(new_rows))
     progress("ingesting", 10, f"extracting the pages of {doc.file}")
     report = IngestReport(store=str(store), engine="pypdfium2")
@@ -347,11 +359,13 @@ def _ingest_one(
             raise EditError(f"{doc.file!r} could not be ingested: {report.failed[doc.doc_id]}")
     except Exception as e:
         _put_back(store, doc.doc_id, manifest, before, target if copied else None)
+        (library / JOURNAL).unlink(missing_ok=True)
         if isinstance(e, EditError):
             raise
         raise EditError(f"{doc.file!r} could not be ingested: {e}") from e
     pdf.unlink(missing_ok=True)  # the staged upload, now kept under library/pdf
     reindex(store, progress)
+    (library / JOURNAL).unlink(missing_ok=True)
     with closing(Store(store)) as st:
         return st.document(doc.doc_id) or doc
 
@@ -378,9 +392,48 @@ def set_withdrawn(
 
     with edit_lock(store, f"{'withdrawing' if withdrawn else 'restoring'} {doc_id}"):
         progress("recording", 5, f"{'withdrawing' if withdrawn else 'restoring'} {doc_id}")
+        recover(Path(store), progress)
+        _library(store).mkdir(parents=True, exist_ok=True)
+        _write_text(_library(store) / JOURNAL, json.dumps({"kind": "withdraw" if withdrawn else "restore"}))
         note = change(store, doc_id, withdrawn, by, reason)
         reindex(Path(store), progress)
+        (_library(store) / JOURNAL).unlink(missing_ok=True)
     return note
+
+
+def recover(store: Path, progress: Progress = _quiet) -> str:
+    """Finish or undo the change a killed process left (its journal, ``library/change.json``),
+    so the store is as before it or as after it, never between: an add whose ingest had not
+    committed is undone (the manifest as it was, the copied PDF gone, no failure row); one
+    that had, and a withdrawal or restore (one transaction), get their indexes built. Run
+    under the edit lock, first in every change; what was done ('' for nothing)."""
+    path = _library(store) / JOURNAL
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    done = True
+    if entry.get("kind") == "add":
+        doc = Document.from_dict(entry["doc"])
+        with closing(Store(store)) as st:
+            row = st.document_rows().get(doc.doc_id)
+        done = bool(row) and row["status"] == "ok" and json.loads(row["metadata"]) == doc.as_dict()
+        if not done:
+            copied = _library(store) / "pdf" / entry["copied"] if entry.get("copied") else None
+            _put_back(store, doc.doc_id, _library(store) / "manifest.csv", entry.get("before"), copied)
+    if done:
+        progress("indexing", 40, "finishing the change a stopped process left")
+        reindex(store, progress)
+    path.unlink(missing_ok=True)
+    what = entry.get("doc", {}).get("doc_id", "") or entry.get("kind", "")
+    return f"{entry.get('kind')} of {what} {'finished' if done else 'undone'}"
+
+
+def finish_or_undo(store: str | Path) -> str:
+    """``recover`` under the edit lock (StoreBusy while a change runs): ``sourcepage
+    document recover``."""
+    with edit_lock(store, "recovering"):
+        return recover(Path(store))
 
 
 def reindex(store: Path, progress: Progress = _quiet) -> None:

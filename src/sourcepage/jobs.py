@@ -87,8 +87,8 @@ def read_job(store: str | Path, job_id: str) -> Job | None:
     if not job.finished and not _alive(job.pid):
         job.phase = "failed"
         job.error = (
-            f"{job.file or job.doc_id}: interrupted (the process running it, {job.pid}, ended); the store "
-            "holds the document as before or as after, and `sourcepage index` builds any index left stale"
+            f"{job.file or job.doc_id}: interrupted (the process running it, {job.pid}, ended); the next "
+            "change finishes or undoes it, or `sourcepage document recover` at once"
         )
     return job
 

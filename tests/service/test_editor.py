@@ -356,3 +356,63 @@ def test_a_new_edition_of_a_corpus_document_outlasts_the_next_ingest(
     with closing(Store(fresh_store)) as st:
         assert st.document_rows()[doc_id]["sha256"] == after["sha256"]
         assert [h["sha256"] for h in st.history(doc_id)] == [before["sha256"]]
+
+
+#: a change run in a process of its own that stops (sleeps) when it reaches ``phase``
+CHILD = """
+import pathlib, sys, time
+from sourcepage import editions
+store, pdf, stop = sys.argv[1:4]
+def progress(phase, percent, message):
+    if phase == stop:
+        print("at", phase, flush=True)
+        time.sleep(600)
+staged = editions.stage_upload(store, "loto-es.pdf", pathlib.Path(pdf).read_bytes())
+editions.add_document(store, staged, {}, "ed", progress=progress)
+"""
+
+
+@needs_pdf
+@pytest.mark.parametrize("killed_at, kept", [("ingesting", False), ("indexing", True)])
+def test_an_add_killed_midway_leaves_the_store_as_before_or_as_after(
+    fresh_store: Path, pdf: Path, killed_at: str, kept: bool
+) -> None:
+    """kill -9 before the ingest commits: recovered as before (no document, no manifest, no
+    PDF); after it, before the indexes: recovered as after (indexes built, searchable)."""
+    import signal
+    import subprocess
+    import sys
+
+    from sourcepage import api, editions
+
+    doc_id = "loto-es"
+    with closing(Store(fresh_store)) as st:
+        before = {k: r["sha256"] for k, r in st.document_rows().items()}
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(fresh_store), str(pdf), killed_at],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == f"at {killed_at}"
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.wait(timeout=30)
+    assert (fresh_store / "library" / editions.JOURNAL).is_file()
+    run = CliRunner().invoke(cli, ["document", "recover", "--store", str(fresh_store)])
+    assert run.exit_code == 0 and ("finished" if kept else "undone") in run.output, run.output
+    with closing(Store(fresh_store)) as st:
+        after = {k: r["sha256"] for k, r in st.document_rows().items()}
+    assert not (fresh_store / "library" / editions.JOURNAL).exists()
+    if kept:
+        assert set(after) == set(before) | {doc_id}
+        hits = api.search(QUESTION, fresh_store, "bm25", build=False, answer=False, refer=False)["results"]
+        assert hits[0]["doc_id"] == doc_id
+    else:
+        assert after == before
+        assert not (fresh_store / "library" / "manifest.csv").exists()
+        assert not list((fresh_store / "library" / "pdf").glob("*.pdf"))
+    assert (
+        "nothing to recover"
+        in CliRunner().invoke(cli, ["document", "recover", "--store", str(fresh_store)]).output
+    )

@@ -117,3 +117,19 @@ def add(
         fail(str(e))
     guessed = f" — guessed, check them: {', '.join(doc.guessed)}" if doc.guessed else ""
     out.print(f"{escape(doc.doc_id)} {'replaced' if replaces else 'added'}: {escape(doc.title)}{guessed}")
+
+
+@document_app.command("recover")
+def recover(store: StoreOpt = Path(".store")) -> None:
+    """Finish or undo a change of the library that a stopped process left (an upload, a new
+    edition, a withdrawal): the store as before it or as after it. The next change does
+    this too."""
+    from sourcepage import editions
+    from sourcepage.store.db import Store, StoreError
+
+    try:
+        Store(store).close()
+        what = editions.finish_or_undo(store)
+    except StoreError as e:
+        fail(str(e))
+    out.print(escape(what) if what else "nothing to recover: no change was left midway", highlight=False)
