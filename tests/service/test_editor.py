@@ -416,3 +416,51 @@ def test_an_add_killed_midway_leaves_the_store_as_before_or_as_after(
         "nothing to recover"
         in CliRunner().invoke(cli, ["document", "recover", "--store", str(fresh_store)]).output
     )
+
+
+@needs_pdf
+def test_no_search_fails_while_a_document_is_added(fresh_store: Path, pdf: Path) -> None:
+    """Four clients search (the default method and BM25) against a running server for the
+    whole of an add, from the upload to the job's end: every search answers 200."""
+    import threading
+
+    import httpx
+    import uvicorn
+
+    from tests.service.test_browser import _free_port
+
+    token = add_reviewer(fresh_store, "ed", [EDITOR])
+    port = _free_port()
+    srv = uvicorn.Server(
+        uvicorn.Config(create_app(fresh_store), host="127.0.0.1", port=port, log_level="warning")
+    )
+    server = threading.Thread(target=srv.run, daemon=True)
+    server.start()
+    while not srv.started:
+        time.sleep(0.05)
+    base, done, answers = f"http://127.0.0.1:{port}", threading.Event(), []
+
+    def client(method: str | None) -> None:
+        body = {"question": "Who may remove a lock?", "k": 5} | ({"method": method} if method else {})
+        with httpx.Client(base_url=base, timeout=60) as h:
+            while not done.is_set():
+                answers.append(h.post("/search", json=body).status_code)
+
+    clients = [threading.Thread(target=client, args=(m,)) for m in (None, "bm25", None, "bm25")]
+    try:
+        for t in clients:
+            t.start()
+        with httpx.Client(base_url=base, timeout=120) as h:
+            files = {"file": (pdf.name, pdf.read_bytes(), "application/pdf")}
+            r = h.post("/documents", files=files, headers={"Authorization": f"Bearer {token}"})
+            assert r.status_code == 202, r.text
+            while not (state := h.get(r.json()["url"]).json())["finished"]:
+                time.sleep(0.2)
+        assert state["phase"] == "done", state
+    finally:
+        done.set()
+        for t in clients:
+            t.join(timeout=60)
+        srv.should_exit = True
+        server.join(timeout=10)
+    assert len(answers) > 4 and set(answers) == {200}, sorted(set(answers))
