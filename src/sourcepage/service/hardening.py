@@ -19,6 +19,8 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
+from sourcepage.service.auth import SESSION_COOKIE
+
 __all__ = ["MAX_BODY", "MAX_UPLOAD", "UPLOAD_PATHS", "BodyLimit", "SecurityHeaders"]
 
 #: the largest request body accepted (a search, a review, a judgment or a form is a few KB)
@@ -26,6 +28,7 @@ MAX_BODY = 1 << 20
 #: the largest body of an upload (``UPLOAD_PATHS``: a PDF and its fields, from an editor)
 MAX_UPLOAD = 64 << 20
 UPLOAD_PATHS = frozenset({"/documents", "/documents/draft", "/library/draft"})
+_SESSION = SESSION_COOKIE.encode() + b"="
 
 CSP = (
     "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
@@ -54,7 +57,7 @@ def _signed(scope: Any) -> bool:
     """Whether a request shows a token or a session cookie (checked by the Guard after): an
     anonymous upload is held to the small limit before it is refused."""
     for k, v in scope.get("headers", []):
-        if k.lower() == b"authorization" or (k.lower() == b"cookie" and b"sourcepage_session=" in v):
+        if k.lower() == b"authorization" or (k.lower() == b"cookie" and _SESSION in v):
             return True
     return False
 
