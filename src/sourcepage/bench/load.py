@@ -26,6 +26,7 @@ import asyncio
 import http.client
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -433,9 +434,26 @@ def run_load(
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(30)
+    summary = _summary([r for rs in results for r in rs], clients, seconds, wall, images) | extra
+    if summary["errors"]:  # the server's own account of a failed request (a 5xx's traceback)
+        summary["server_log"] = server_errors(log.read_text(errors="replace"))
     log.unlink(missing_ok=True)
     log.with_suffix(".ingest.log").unlink(missing_ok=True)
-    return _summary([r for rs in results for r in rs], clients, seconds, wall, images) | extra
+    return summary
+
+
+#: uvicorn's access line of a request answered below 500 ('INFO:     127.0.0.1:42376 - "GET /x
+#: HTTP/1.1" 200 OK')
+_ACCESS = re.compile(r'^INFO:\s+\S+:\d+ - ".*" [1-4]\d\d\b')
+
+
+def server_errors(text: str, limit: int = 12_000) -> str:
+    """The server's log without the access lines of requests answered below 500: what
+    it said about a failure (a 5xx's traceback and its access line), its last ``limit``
+    characters. The whole log's tail is no use: 50 clients write an access line a
+    request, and a traceback from early in the run was pushed out of any tail."""
+    kept = [line for line in text.splitlines() if not _ACCESS.match(line)]
+    return "\n".join(kept)[-limit:]
 
 
 def _summary(

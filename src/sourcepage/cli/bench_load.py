@@ -62,4 +62,7 @@ def bench_load(
         write_json(json_out, r)
         out.print(f"json: {json_out}", markup=False)
     if r["errors"]:
+        if r.get("server_log"):  # what the server said: a 5xx's traceback
+            err.print("The server's log without its access lines of answered requests:", markup=False)
+            err.print(r["server_log"], markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1)
