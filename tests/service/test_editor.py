@@ -351,6 +351,9 @@ def test_a_new_edition_of_a_corpus_document_outlasts_the_next_ingest(
     assert after["title"] == before["title"] and after["license"] == before["license"]  # a person's fields
     assert after["fields"] == before["fields"] and after["project_type"] == "industrial_maintenance"
     assert c.get(f"/pages/{doc_id}%23p1/image").status_code == 200
+    editions = c.get(f"/documents/{doc_id}/editions").json()
+    assert editions["version"] == 2 and [e["sha256"] for e in editions["earlier"]] == [before["sha256"]]
+    assert f'href="/documents/{doc_id}/editions"' in c.get("/library").text
     report = ingest(fresh_corpus, fresh_store, workers=1)
     assert doc_id in report.unchanged and not report.removed and not report.failed
     with closing(Store(fresh_store)) as st:

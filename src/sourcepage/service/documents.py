@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from sourcepage.corpus.library import AUDIT_LABELS, LIBRARY_FILTERS, choices, library, matching
 from sourcepage.editions import own_doc_ids
 from sourcepage.jobs import latest_job, read_job
+from sourcepage.records import document_fields
 from sourcepage.service.auth import is_editor
 from sourcepage.service.deps import DB, TEMPLATES, Corpus
 
@@ -31,26 +32,19 @@ class DocumentAudit(BaseModel):
     contents_pages: int = Field(description="tables of contents")
 
 
-class LibraryDocument(BaseModel):
-    """One document: its manifest row (the fourteen columns and any extra ones, as before),
-    then what the store knows of it."""
+#: a manifest row as ``records.Document`` declares it (types and descriptions), its
+#: extra columns by name
+ManifestRow: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    "ManifestRow",
+    __config__=ConfigDict(extra="allow"),
+    **{name: (kind, Field(description=text)) for name, kind, text in document_fields() if name != "extra"},
+)
 
-    model_config = ConfigDict(extra="allow")  # the manifest's extra columns, by name
 
-    doc_id: str
-    file: str
-    title: str
-    topic: str
-    authority: str
-    jurisdiction: str
-    year: str
-    doc_type: str
-    role: str
-    source_url: str
-    sha256: str
-    pages: str = Field(description="the manifest's page count, as written there")
-    license: str
-    found_in: str
+class LibraryDocument(ManifestRow):  # type: ignore[misc,valid-type]
+    """One document: its manifest row (``records.Document``'s fields and any extra columns,
+    as before), then what the store knows of it."""
+
     page_count: int = Field(description="pages in the store")
     version: int = Field(description="1, then one more for each new edition ingested")
     ingested_at: str = Field(description="when this version was ingested (UTC, ISO 8601)")
@@ -68,6 +62,21 @@ class LibraryDocument(BaseModel):
 )
 def documents(db: DB) -> list[dict[str, Any]]:
     return library(db)
+
+
+@router.get(
+    "/documents/{doc_id}/editions",
+    tags=["store"],
+    summary="A document's edition and the earlier ones the store keeps",
+)
+def editions(doc_id: str, db: DB) -> dict[str, Any]:
+    """``version`` and ``sha256`` of the current edition, ``earlier``: each replaced one
+    (version, SHA-256, when replaced), whose metadata and page texts the store keeps."""
+    row = db.document_rows().get(doc_id)
+    if row is None or row["status"] not in ("ok", "withdrawn"):
+        raise HTTPException(404, f"no document {doc_id!r}")
+    earlier = db.history(doc_id)
+    return {"doc_id": doc_id, "version": row["version"], "sha256": row["sha256"], "earlier": earlier}
 
 
 Filter = Annotated[str, Query(max_length=200)]
