@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sourcepage.corpus.pagelabels import citation
@@ -211,7 +211,7 @@ class PageHit:
         return {
             "rank": self.hit.rank,
             "page": self.page,
-            "doc_id": d.doc_id,
+            **asdict(d),  # every field of the document (``response.HitDocument``)
             "page_number": self.page_number,
             "page_label": self.page_label,
             "citation": self.citation,
@@ -220,15 +220,6 @@ class PageHit:
             "chunk_id": self.hit.chunk_id,
             "passage": self.passage,
             "highlights": list(self.highlights),
-            "title": d.title,
-            "authority": d.authority,
-            "jurisdiction": d.jurisdiction,
-            "year": d.year,
-            "doc_type": d.doc_type,
-            "role": d.role,
-            "source_url": d.source_url,
-            "topic": d.topic,
-            "extra": dict(d.extra),
             "guessed": list(d.guessed),
             "section": self.section,
             "page_kind": self.page_kind,

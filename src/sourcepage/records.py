@@ -9,26 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
-
-#: The manifest columns that benchmark-format.md §1 requires, in order.
-MANIFEST_COLUMNS: tuple[str, ...] = (
-    "doc_id",
-    "file",
-    "title",
-    "topic",
-    "authority",
-    "jurisdiction",
-    "year",
-    "doc_type",
-    "role",
-    "source_url",
-    "sha256",
-    "pages",
-    "license",
-    "found_in",
-)
+from dataclasses import dataclass, field, fields
+from typing import Any, get_type_hints
 
 TEXT_VERSIONS: tuple[str, ...] = ("raw", "cleaned", "enriched")
 
@@ -38,6 +20,7 @@ def check_text_version(version: str) -> str:
     if version not in TEXT_VERSIONS:
         raise ValueError(f"unknown text version {version!r}; choose from {TEXT_VERSIONS}")
     return version
+
 
 #: the largest page number a page id may carry (a document has far fewer pages)
 MAX_PAGE_NUMBER = 10_000_000
@@ -63,29 +46,43 @@ def doc_of(pid: str) -> str:
     """The document id part of a page or chunk id."""
     return pid.split("#", 1)[0]
 
+
 #: the extra manifest column naming the fields guessed from the text (``title;year``)
 GUESSED = "guessed"
 
 
+def _column(description: str) -> Any:
+    """A manifest column of ``Document``: required, described once (the API's schemas and
+    /docs read the description through ``document_fields``)."""
+    return field(metadata={"description": description})
+
+
 @dataclass(frozen=True)
 class Document:
-    """One manifest row: provenance of a PDF. ``extra`` keeps non-standard columns."""
+    """One manifest row: provenance of a PDF. ``extra`` keeps non-standard columns.
 
-    doc_id: str
-    file: str
-    title: str
-    topic: str
-    authority: str
-    jurisdiction: str
-    year: str
-    doc_type: str
-    role: str
-    source_url: str
-    sha256: str
-    pages: str
-    license: str
-    found_in: str
-    extra: dict[str, str] = field(default_factory=dict)
+    The one declaration of a document's fields, their types and what they hold: the
+    manifest's columns (``MANIFEST_COLUMNS``), a search hit's document fields
+    (``response.Result``) and ``GET /documents`` (``service.documents.LibraryDocument``)
+    are made from it (``document_fields``)."""
+
+    doc_id: str = _column("the document's stable id ([a-z0-9][a-z0-9_-]*): the first part of its page ids")
+    file: str = _column("the PDF's file name under the corpus's pdf/ folder")
+    title: str = _column("the document's title as a person cites it")
+    topic: str = _column("a lower-case slug naming the safety topic (filterable)")
+    authority: str = _column("the issuing body")
+    jurisdiction: str = _column("where it applies: US, UK, EU, NZ, AU, AU-NSW, …")
+    year: str = _column("publication or revision year (may be empty)")
+    doc_type: str = _column("guidance, regulation, code_of_practice, fact_sheet, …")
+    role: str = _column("primary (a recognised authority's regulation or guidance) or supporting")
+    source_url: str = _column("the official address of the original (may be empty)")
+    sha256: str = _column("SHA-256 of the PDF file (lower-case hex), checked at ingest")
+    pages: str = _column("the manifest's page count, as written there")
+    license: str = _column("the document's licence or terms of reuse")
+    found_in: str = _column("where this copy came from (may be empty)")
+    extra: dict[str, str] = field(
+        default_factory=dict, metadata={"description": "the manifest's further columns, by name"}
+    )
 
     def get(self, name: str) -> str:
         """A field by manifest column name, standard or extra ('' when absent)."""
@@ -109,6 +106,18 @@ class Document:
         std = {c: str(d.get(c, "") or "") for c in MANIFEST_COLUMNS}
         extra = {k: str(v) for k, v in d.items() if k not in MANIFEST_COLUMNS}
         return cls(**std, extra=extra)
+
+
+#: The manifest columns that benchmark-format.md §1 requires, in order: ``Document``'s
+#: fields but ``extra``.
+MANIFEST_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Document) if f.name != "extra")
+
+
+def document_fields() -> list[tuple[str, Any, str]]:
+    """(name, type, description) of every field of ``Document``, in order (``extra``
+    last): what the API's schemas of a hit and of ``GET /documents`` are made from."""
+    hints = get_type_hints(Document)
+    return [(f.name, hints[f.name], f.metadata["description"]) for f in fields(Document)]
 
 
 @dataclass(frozen=True)

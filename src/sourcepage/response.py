@@ -5,19 +5,25 @@ the web page and the CLI read, and eval's per_question.jsonl outlines
 
 TypedDicts, not classes: the pipeline builds plain dicts at the edge (JSON as it is, no
 re-encoding per request), and a type checker and pydantic (the API's schema) read these
-declarations. A field of a hit is added in ``query.PageHit.as_dict`` and in ``Result``
-here; the CLI and the web page show it where they choose.
+declarations. A hit carries every field of its document (``HitDocument``, made from
+``records.Document``: a field added there reaches hits, their schema and ``/docs``); a
+field of the page is added in ``query.PageHit.as_dict`` and in ``Result`` here; the CLI and
+the web page show it where they choose.
 """
 
-from typing import Any, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
+from pydantic import Field
 from typing_extensions import TypedDict
+
+from sourcepage.records import document_fields
 
 __all__ = [
     "Answer",
     "Cited",
     "Duplicate",
     "FirstQuote",
+    "HitDocument",
     "Quote",
     "Referral",
     "Result",
@@ -41,13 +47,20 @@ class Duplicate(TypedDict):
     jurisdiction: str
 
 
-class Result(TypedDict):
-    """One ranked page with its provenance (``query.PageHit.as_dict`` plus the
-    manifest's extra columns and asset links)."""
+#: every field of a hit's document, typed and described as ``records.Document`` declares
+#: them (``/docs`` shows each description)
+HitDocument = TypedDict(  # type: ignore[misc]  # made from records.Document's fields
+    "HitDocument", {name: Annotated[kind, Field(description=text)] for name, kind, text in document_fields()}
+)
+
+
+class Result(HitDocument):
+    """One ranked page with its provenance: its document's fields (``HitDocument``), then
+    the page's (``query.PageHit.as_dict``) and the extra columns as lists with their asset
+    links (``pipeline``)."""
 
     rank: int
     page: str
-    doc_id: str
     page_number: int
     page_label: str
     citation: str
@@ -56,15 +69,6 @@ class Result(TypedDict):
     chunk_id: str
     passage: str
     highlights: list[list[int]]
-    title: str
-    authority: str
-    jurisdiction: str
-    year: str
-    doc_type: str
-    role: str
-    source_url: str
-    topic: str
-    extra: dict[str, str]
     guessed: list[str]
     section: str
     page_kind: str
