@@ -13,8 +13,8 @@ from sourcepage.retrieval import vxmodels as V
 from sourcepage.support import crossenc
 from sourcepage.support.answer import extract_answer
 from sourcepage.support.features import XENC_FEATURES as POLICY_XENC
-from sourcepage.support.features import reads_xenc, xenc_features
-from sourcepage.support.policy import Policy, default_policy
+from sourcepage.support.features import xenc_features
+from sourcepage.support.policy import Policy, default_policy, reads_xenc
 from sourcepage.support.select import (
     FEATURES,
     XENC_FEATURES,

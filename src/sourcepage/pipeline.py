@@ -50,7 +50,7 @@ from sourcepage.support.features import (
     sentence_cosines,
     warm_sentence_model,
 )
-from sourcepage.support.policy import load_policy, policy_stamp, store_policy
+from sourcepage.support.policy import load_policy, policy_stamp, reads_xenc, store_policy
 from sourcepage.support.select import candidates, prepare, quote_model, quoted_pages
 
 __all__ = [
@@ -199,7 +199,7 @@ class SearchService:
         or None without a policy."""
         if self.policy is None:
             return None
-        feats = feature_row(self.searcher, query, a, b)
+        feats = feature_row(self.searcher, query, a, b, reads_xenc(self.policy))
         cal = self.decider.calibrate(feats)
         assert cal is not None  # a policy is set
         return cal, feats
@@ -214,7 +214,7 @@ class SearchService:
         with one_blas_thread():
             query = Query.of(s, question)
             a, b = (s.ranked(parse_method(n), question, FEATURE_DEPTH, {}) for n in (sparse, semantic))
-            return feature_row(s, query, a, b), a, b
+            return feature_row(s, query, a, b, reads_xenc()), a, b
 
     def search(
         self,

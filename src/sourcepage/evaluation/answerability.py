@@ -30,6 +30,7 @@ from sourcepage.retrieval.methods import has_flag, parse_method
 from sourcepage.retrieval.search import Searcher
 from sourcepage.support.calibrate import cross_validate
 from sourcepage.support.features import FEATURES, feature_row
+from sourcepage.support.policy import reads_xenc
 from sourcepage.vocabulary import ANSWERABILITIES, NEGATIVE_CLASSES
 
 NEG = NEGATIVE_CLASSES
@@ -149,7 +150,7 @@ def evaluate_support(
         feats = []
         for i, q in enumerate(qs, 1):
             a, b = hits.get((version, sparse, q.id), []), hits.get((version, semantic, q.id), [])
-            feats.append(feature_row(searchers[version], q.question, a, b))
+            feats.append(feature_row(searchers[version], q.question, a, b, reads_xenc()))
             if progress:
                 progress(f"answerability features {version}", i, len(qs))
         single = {

@@ -34,7 +34,7 @@ from sourcepage.retrieval.search import Searcher
 from sourcepage.store.db import Store
 from sourcepage.support.decide import Decider
 from sourcepage.support.features import CLASSIFIER_FEATURES, FEATURES, feature_row, matrix
-from sourcepage.support.policy import Classifier, Policy, default_policy, save_policy
+from sourcepage.support.policy import Classifier, Policy, default_policy, reads_xenc, save_policy
 
 #: inverse L2 strength of the logistic regression (standardised features)
 C_REG = 0.5
@@ -290,7 +290,7 @@ def question_features(
     cross-encoder's features when ``xenc``; None: when a policy reads them)."""
     a = list(searcher.rank(question, sparse, k=depth, filters=filters).hits)
     b = list(searcher.rank(question, semantic, k=depth, filters=filters).hits)
-    return feature_row(searcher, question, a, b, xenc), a, b
+    return feature_row(searcher, question, a, b, reads_xenc() if xenc is None else xenc), a, b
 
 
 #: a question's feature row and its sparse and semantic rankings, from (question, sparse, semantic)

@@ -50,7 +50,7 @@ FEATURE_WORDS: dict[str, str] = {
     "xenc_mean3": "mean cross-encoder relevance (logit) of its three best sentences",
 }
 #: the cross-encoder's features (``xenc_features``): computed only when a policy in force
-#: reads them (``reads_xenc``), so that a store without the dense extra is unaffected
+#: reads them (``policy.reads_xenc``), so that a store without the dense extra is unaffected
 XENC_FEATURES: tuple[str, ...] = ("xenc_max", "xenc_mean3")
 #: the features every row has
 FEATURES: tuple[str, ...] = tuple(f for f in FEATURE_WORDS if f not in XENC_FEATURES)
@@ -170,18 +170,19 @@ def _coverage_and_missing(
 
 
 def feature_row(
-    searcher: Searcher, query: Query | str, a: Sequence[Hit], b: Sequence[Hit], xenc: bool | None = None
+    searcher: Searcher, query: Query | str, a: Sequence[Hit], b: Sequence[Hit], xenc: bool = False
 ) -> dict[str, float]:
     """Features from two given rankings (the chunk texts and term statistics come from
     the searcher's store and its BM25 index; sentence cosines from e5-small, cached), and
-    the cross-encoder's (``xenc_features``) when ``xenc`` (None: when ``reads_xenc``)."""
+    the cross-encoder's (``xenc_features``) when ``xenc`` (``policy.reads_xenc``: when the
+    policy in force reads them)."""
     q = Query.of(searcher, query) if isinstance(query, str) else query
     df, n = searcher.term_df()
     ids = [h.chunk_id for h in list(a[:TOP_PASSAGES]) + list(b[:TOP_PASSAGES])]
     passages = {c: searcher.passage(c) for c in dict.fromkeys(ids)}
     sims = sentence_similarities(searcher, q.text, passages)
     row = features(q, a, b, passages, df, n, sims, q.tokens, searcher.settings.of("bm25").k1)
-    if xenc or (xenc is None and reads_xenc()):
+    if xenc:
         row.update(xenc_features(q.text, sims))
     return row
 
@@ -198,16 +199,6 @@ def xenc_features(question: str, sentences: Sequence[tuple[str, float]]) -> dict
         return dict.fromkeys(XENC_FEATURES, 0.0)
     x = np.sort(logits(question, ranked, XENC_TOKENS))[::-1]
     return {"xenc_max": float(x[0]), "xenc_mean3": float(x[:3].mean())}
-
-
-@lru_cache(maxsize=1)
-def reads_xenc() -> bool:
-    """Whether a policy fitted by this version reads a cross-encoder feature: the shipped
-    default's classifier lists one, or ``CLASSIFIER_FEATURES`` (what calibrate fits) does."""
-    from sourcepage.support.policy import default_policy
-
-    wanted = set(CLASSIFIER_FEATURES) | set(default_policy().classifier.features)
-    return bool(wanted & set(XENC_FEATURES))
 
 
 def warm_sentence_model() -> None:

