@@ -37,7 +37,8 @@ from sourcepage.retrieval.xenc import XencSettings, blend, page_logits
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_DEPTH = 20
-DEFAULT = default_method()
+#: the base the cross-encoder re-reads: the default method without its own xenc stage
+DEFAULT = default_method().removeprefix("xenc:")
 BGE_FUSED = "sect:route:rrf:bm25+dense:bge-small"
 BGE_THREE = "sect:route:rrf:bm25+dense+dense:bge-small"
 BASES = (DEFAULT, "dense", "dense:bge-small", BGE_FUSED, BGE_THREE)

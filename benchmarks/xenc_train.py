@@ -57,7 +57,7 @@ class Variant:
 
 GRID = [
     Variant(p, w, t, wt)
-    for p, w, t, wt in itertools.product((3, 5, 8, 10), ("hit", "all"), (128, 256), (0.5, 0.75))
+    for p, w, t, wt in itertools.product((3, 4, 5, 8, 10), ("hit", "all"), (128, 256), (0.5, 0.75))
     if w == "hit" or t == 128
 ]
 
@@ -117,11 +117,12 @@ def main() -> None:
     ap.add_argument("--file", default="train", choices=("train", "dev"))
     ap.add_argument("--cache", default="out/xenc-train")
     ap.add_argument("--budget-ms", type=float, default=150.0, help="median CPU ms a question (one thread)")
+    ap.add_argument("--tokens", type=int, default=0, help="only the variants of this many word pieces")
     ap.add_argument(
         "--only", default="", help="score one variant (its name as printed), e.g. to confirm on dev"
     )
     a = ap.parse_args()
-    grid = [v for v in GRID if not a.only or v.name == a.only]
+    grid = [v for v in GRID if (not a.only or v.name == a.only) and a.tokens in (0, v.tokens)]
     if not grid:
         sys.exit(f"--only {a.only!r} is no variant of the grid")
     data = []  # (split name, searcher, questions, base hits, {tokens: cache})
