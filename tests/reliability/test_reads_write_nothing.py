@@ -36,6 +36,7 @@ PATH_VALUES = {
     "doc_id": "loto_energy_control",
     "n": "2",
     "path": "style.css",
+    "job_id": "0123456789abcdef",
 }
 #: query strings tried on every GET route (the search page's and the desk's among them)
 QUERIES: list[dict[str, Any]] = [
