@@ -27,6 +27,7 @@ from typing import Any
 
 from sourcepage.corpus.sources import OWN_CORPUS
 from sourcepage.editions import Progress, known_error
+from sourcepage.store.lock import pid_alive
 
 __all__ = ["Job", "latest_job", "read_job", "start"]
 
@@ -84,23 +85,13 @@ def read_job(store: str | Path, job_id: str) -> Job | None:
         return None
     d.pop("finished", None)
     job = Job(**d)
-    if not job.finished and not _alive(job.pid):
+    if not job.finished and not pid_alive(job.pid):
         job.phase = "failed"
         job.error = (
             f"{job.file or job.doc_id}: interrupted (the process running it, {job.pid}, ended); the next "
             "change finishes or undoes it, or `sourcepage document recover` at once"
         )
     return job
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def latest_job(store: str | Path) -> Job | None:

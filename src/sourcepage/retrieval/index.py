@@ -39,6 +39,7 @@ from sourcepage.retrieval.methods import Method, parse_method
 from sourcepage.retrieval.settings import BuildContext, IndexSettings
 from sourcepage.store.db import Store
 from sourcepage.store.files import load_array, write_json, write_text
+from sourcepage.store.lock import pid_alive
 from sourcepage.store.schema import now
 
 INDEX_FORMAT = 1
@@ -220,16 +221,6 @@ def build_index(
     return final
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_builds(folder: Path) -> list[Path]:
     """Remove the temporary folders of builds whose process is gone (a build killed
     before it published); returns what was removed. A folder of a running build (its
@@ -243,7 +234,7 @@ def remove_stale_builds(folder: Path) -> list[Path]:
             continue
         parts = tmp.name.split(".")  # ['', build_id, pid, 'tmp'] or ['', build_id, 'tmp']
         if len(parts) == 4 and parts[2].isdigit():
-            stale = not _alive(int(parts[2]))
+            stale = not pid_alive(int(parts[2]))
         else:
             stale = time.time() - tmp.stat().st_mtime > 3600
         if stale:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from sourcepage.store.schema import StoreError
 
-__all__ = ["EDIT_LOCK_NAME", "LOCK_NAME", "StoreBusy", "edit_lock", "editing", "writer_lock"]
+__all__ = ["EDIT_LOCK_NAME", "LOCK_NAME", "StoreBusy", "edit_lock", "editing", "pid_alive", "writer_lock"]
 
 LOCK_NAME = ".ingest.lock"
 #: held for a whole change of the library (add, replace, withdraw, restore: ingest, then
@@ -35,21 +35,13 @@ def writer_lock(store: str | Path, what: str = "ingest") -> Iterator[None]:
     """Hold the store's writer lock for the block (StoreBusy when another holds it)."""
     folder = Path(store)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
-            raise StoreBusy(
-                f"another ingest is writing {folder} ({holder}); wait for it to finish, then run this again"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{what}, pid {os.getpid()}".encode(), 0)
+    with _held(
+        folder / LOCK_NAME,
+        what,
+        lambda holder: f"another ingest is writing {folder} ({holder or 'another process'}); "
+        "wait for it to finish, then run this again",
+    ):
         yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 @contextmanager
@@ -57,21 +49,42 @@ def edit_lock(store: str | Path, what: str) -> Iterator[None]:
     """Hold the store's edit lock for a change of its library (StoreBusy, naming the change
     under way, when another holds it). flock: per open file, so a second change in the same
     process is refused too, and a killed process never leaves it held."""
-    path = Path(store) / EDIT_LOCK_NAME
+    with _held(
+        Path(store) / EDIT_LOCK_NAME,
+        what,
+        lambda holder: f"the library of {store} is being changed ({holder or 'another change'}); "
+        "wait for it to finish",
+    ):
+        yield
+
+
+@contextmanager
+def _held(path: Path, what: str, busy: Callable[[str], str]) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` for the block, without waiting: StoreBusy with
+    ``busy(holder)`` (the holder as it wrote itself into the file) when another holds it."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 300, 0).decode("utf-8", "replace").strip() or "another change"
-            raise StoreBusy(
-                f"the library of {store} is being changed ({holder}); wait for it to finish"
-            ) from None
+            holder = os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
+            raise StoreBusy(busy(holder)) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{what}, pid {os.getpid()}".encode(), 0)
         yield
     finally:
-        os.close(fd)
+        os.close(fd)  # releases the lock
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (it may belong to another user)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def editing(store: str | Path) -> bool:
