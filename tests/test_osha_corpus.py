@@ -110,6 +110,7 @@ def test_benchmark_is_valid_against_the_corpus(store: Path) -> None:
     assert sum(q.answerability == "out_of_domain" for q in qs) >= 6
 
 
+@pytest.mark.heavy  # `make test-all`: a whole experiment run (~50 s); the runner has its own tests
 def test_bm25_on_the_benchmark(store: Path, tmp_path: Path) -> None:
     """A regression guard, not a target: raw BM25 Hit@10 measured 0.929 on 2026-12-02."""
     design = Design(blocks=[(["raw"], ["bm25"])], bootstrap=200)
