@@ -147,15 +147,10 @@ def fit_and_write(
     r_n, probs = sel
     with_p = [{**r, "probability": float(p)} for r, p in zip(r_n, pol[0], strict=True)]
     t_s, t_q, o = FQ.fit_thresholds(with_p, probs, floor=policy.t_refuse)
-    x = np.array([[c["features"][f] for f in qfeats] for r in r_n for c in r["cands"]])
-    yq = np.array([c["label"] for r in r_n for c in r["cands"]])
-    mean, scale, coef, b = FQ._fit(x, yq, c_reg)
-    model = QuoteModel(
-        tuple(qfeats),
-        tuple(mean.round(6).tolist()),
-        tuple(scale.round(6).tolist()),
-        tuple(coef.round(6).tolist()),
-        round(b, 6),
+    model = FQ.fitted_model(
+        r_n,
+        qfeats,
+        c_reg,
         t_s,
         t_q,
         {
@@ -163,8 +158,6 @@ def fit_and_write(
             "labels": "passage",
             "xenc_units": n,
             "questions": len(rows),
-            "candidates": int(len(yq)),
-            "positives": int(yq.sum()),
             "chosen": best["selector"],
             "policy_features": best["policy"],
             "train_gate_out_of_fold": {k: round(v, 4) for k, v in o.items()},

@@ -555,15 +555,10 @@ def main() -> None:
     base = fit_thresholds(rows, rule, a.t_support, a.t_refuse)
     print(f"today's rule with fitted thresholds: t_support {base[0]}, t_quote {base[1]}: {base[2]}")
     names, c_reg = variants[chosen]
-    x = np.array([[c["features"][f] for f in names] for r in rows for c in r["cands"]])
-    y = np.array([c["label"] for r in rows for c in r["cands"]])
-    mean, scale, coef, b = _fit(x, y, c_reg)
-    model = S.QuoteModel(
-        tuple(names),
-        tuple(mean.round(6).tolist()),
-        tuple(scale.round(6).tolist()),
-        tuple(coef.round(6).tolist()),
-        round(b, 6),
+    model = fitted_model(
+        rows,
+        names,
+        c_reg,
         t_s,
         t_q,
         {
@@ -571,8 +566,6 @@ def main() -> None:
             "labels": a.labels,
             "t_support_kept": a.t_support is not None,
             "questions": len(rows),
-            "candidates": int(len(y)),
-            "positives": int(y.sum()),
             "variants_dev": report,
             "gates_dev": {k: {"t_support": g[0], "t_quote": g[1], **g[2]} for k, g in gates.items()},
             "chosen": chosen,
@@ -584,6 +577,31 @@ def main() -> None:
         out = Path(S.__file__).with_name(S.MODEL_FILE)
         write_json(out, model.as_dict())
         print(f"wrote {out}")
+
+
+def fitted_model(
+    rows: list[dict[str, Any]],
+    names: list[str],
+    c_reg: float,
+    t_s: float,
+    t_q: float,
+    notes: dict[str, Any],
+) -> S.QuoteModel:
+    """The selector over ``names`` fitted on every candidate of ``rows`` (C = ``c_reg``),
+    with the gate ``t_s`` / ``t_q`` and ``notes`` (plus the candidate and positive counts)."""
+    x = np.array([[c["features"][f] for f in names] for r in rows for c in r["cands"]])
+    y = np.array([c["label"] for r in rows for c in r["cands"]])
+    mean, scale, coef, b = _fit(x, y, c_reg)
+    return S.QuoteModel(
+        tuple(names),
+        tuple(mean.round(6).tolist()),
+        tuple(scale.round(6).tolist()),
+        tuple(coef.round(6).tolist()),
+        round(b, 6),
+        t_s,
+        t_q,
+        {**notes, "candidates": int(len(y)), "positives": int(y.sum())},
+    )
 
 
 if __name__ == "__main__":
