@@ -35,11 +35,9 @@ import csv
 import dataclasses
 import io
 import json
-import os
 import re
 import secrets
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from contextlib import closing
@@ -51,6 +49,7 @@ from sourcepage.corpus.sources import OWN_CORPUS, AddedSource
 from sourcepage.limits import EXTRACT_LIMITS, Limits
 from sourcepage.records import GUESSED, MANIFEST_COLUMNS, Document
 from sourcepage.store.db import Store
+from sourcepage.store.files import atomic_open, write_text
 from sourcepage.store.lock import edit_lock
 from sourcepage.store.schema import StoreError, now
 from sourcepage.text.versions import TextSettings
@@ -76,19 +75,10 @@ __all__ = [
 
 #: ``progress(phase, percent, message)``: what a change is doing (a job's state)
 Progress = Callable[[str, int, str], None]
-#: the fields a person gives (the others are computed: file, sha256, pages, found_in)
-EDITABLE = (
-    "doc_id",
-    "title",
-    "topic",
-    "authority",
-    "jurisdiction",
-    "year",
-    "doc_type",
-    "role",
-    "source_url",
-    "license",
-)
+#: the manifest's fields computed from the PDF and where it came from, never typed in
+COMPUTED = ("file", "sha256", "pages", "found_in")
+#: the fields a person gives: every other manifest column, in manifest order
+EDITABLE = tuple(c for c in MANIFEST_COLUMNS if c not in COMPUTED)
 PDF_MAGIC = b"%PDF-"
 INCOMING = "incoming"
 #: the journal of the change under way (``recover`` reads what a killed one left)
@@ -139,10 +129,8 @@ def stage_upload(store: str | Path, name: str, data: bytes) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     _forget_stale(folder)
     path = folder / f"{secrets.token_hex(8)}-{safe_file_name(name)}"
-    fd, tmp = tempfile.mkstemp(prefix=".upload.", dir=folder)
-    with os.fdopen(fd, "wb") as f:
+    with atomic_open(path, "wb") as f:
         f.write(data)
-    os.replace(tmp, path)
     return path
 
 
@@ -217,17 +205,6 @@ def _read_rows(manifest: Path) -> list[dict[str, str]]:
 def own_doc_ids(store: str | Path) -> set[str]:
     """The doc_ids the store's library lists (added here: they may get new editions)."""
     return {r.get("doc_id", "") for r in _read_rows(_library(store) / "manifest.csv")}
-
-
-def _write_text(path: Path, text: str) -> None:
-    """Write ``path`` atomically (a temporary file, then a rename)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
 
 
 def _manifest_text(rows: list[dict[str, str]]) -> str:
@@ -341,8 +318,8 @@ def _ingest_one(
         shutil.copyfile(pdf, target)
     new_rows = [r for r in rows if r.get("doc_id") != doc.doc_id] + [doc.as_dict()]
     entry = {"kind": "add", "doc": doc.as_dict(), "before": before, "copied": doc.file if copied else ""}
-    _write_text(library / JOURNAL, json.dumps(entry))  # what a killed change left, for ``recover``
-    _write_text(manifest, _manifest_text(new_rows))
+    write_text(library / JOURNAL, json.dumps(entry))  # what a killed change left, for ``recover``
+    write_text(manifest, _manifest_text(new_rows))
     progress("ingesting", 10, f"extracting the pages of {doc.file}")
     report = IngestReport(store=str(store), engine="pypdfium2")
     try:
@@ -375,7 +352,7 @@ def _put_back(store: Path, doc_id: str, manifest: Path, before: str | None, copi
     if before is None:
         manifest.unlink(missing_ok=True)
     else:
-        _write_text(manifest, before)
+        write_text(manifest, before)
     if copied is not None:
         copied.unlink(missing_ok=True)
     with closing(Store(store)) as st, st.transaction() as conn:
@@ -394,7 +371,7 @@ def set_withdrawn(
         progress("recording", 5, f"{'withdrawing' if withdrawn else 'restoring'} {doc_id}")
         recover(Path(store), progress)
         _library(store).mkdir(parents=True, exist_ok=True)
-        _write_text(_library(store) / JOURNAL, json.dumps({"kind": "withdraw" if withdrawn else "restore"}))
+        write_text(_library(store) / JOURNAL, json.dumps({"kind": "withdraw" if withdrawn else "restore"}))
         note = change(store, doc_id, withdrawn, by, reason)
         reindex(Path(store), progress)
         (_library(store) / JOURNAL).unlink(missing_ok=True)
