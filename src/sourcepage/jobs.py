@@ -17,7 +17,6 @@ import json
 import os
 import re
 import secrets
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from typing import Any
 
 from sourcepage.corpus.sources import OWN_CORPUS
 from sourcepage.editions import Progress, known_error
+from sourcepage.store.files import write_text
 from sourcepage.store.lock import pid_alive
 
 __all__ = ["Job", "latest_job", "read_job", "start"]
@@ -67,12 +67,7 @@ def _folder(store: str | Path) -> Path:
 
 
 def _write(store: str | Path, job: Job) -> None:
-    folder = _folder(store)
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{job.id}.", dir=folder)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(job.as_dict(), f)
-    os.replace(tmp, folder / f"{job.id}.json")
+    write_text(_folder(store) / f"{job.id}.json", json.dumps(job.as_dict()))
 
 
 def read_job(store: str | Path, job_id: str) -> Job | None:
