@@ -101,7 +101,12 @@ def test_extract_answer_reads_xenc_when_the_model_lists_it() -> None:
     model = _model(("xenc", "xenc_gap"), (1.0, 1.0))
     for question, right in ((GAS, "Portable gas"), (PLANK, "Scaffold planks")):
         ans = extract_answer(
-            question, [page_hit()], "answer", texts={"d#p1": (PAGE, False)}, cosines=zeros, model=model
+            Query.parse(question),
+            [page_hit()],
+            "answer",
+            texts={"d#p1": (PAGE, False)},
+            cosines=zeros,
+            model=model,
         )
         assert ans["fact_found"] and ans["status"] == "answer"
         first = ans["quotes"][0]

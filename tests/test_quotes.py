@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sourcepage.corpus.audit import multi_column_risk
-from sourcepage.query import PageHit
+from sourcepage.query import PageHit, Query
 from sourcepage.records import MANIFEST_COLUMNS, Decision, Document, Hit, PageLayout
 from sourcepage.retrieval.pages import contents_last, navigation_question
 from sourcepage.retrieval.search import Searcher
@@ -99,7 +99,7 @@ def page_hit(page: str, passage: str = "", rank: int = 1) -> PageHit:
 
 
 def test_the_quote_states_the_asked_fact() -> None:
-    q = "How often must energy control procedures be reviewed?"
+    q = Query.parse("How often must energy control procedures be reviewed?")
     ans = extract_answer(q, [_result()], "answer", texts={"d#p3": (PAGE, False)})
     assert ans["fact_found"] and ans["status"] == "answer"
     assert "at least once a year" in ans["quotes"][0]["text"]
@@ -114,7 +114,7 @@ def test_the_quote_states_the_asked_fact() -> None:
 
 
 def test_answer_needs_a_quote_that_states_the_fact() -> None:
-    q = "How many minutes must we wait before re-entry?"
+    q = Query.parse("How many minutes must we wait before re-entry?")
     ans = extract_answer(q, [_result()], "answer", texts={"d#p3": (PAGE, False)})
     assert not ans["fact_found"] and ans["asked"] == WORDS["duration"]
     checked, d = gate(q, ans, Decision("answer", ("P = 0.99",)))
@@ -127,7 +127,7 @@ def test_answer_needs_a_quote_that_states_the_fact() -> None:
 
 def test_a_person_asked_needs_a_quote_naming_one() -> None:
     """A non-value kind: the fact found by the quote choice is what lets an answer stand."""
-    q = "Who must perform the inspection of the procedure?"
+    q = Query.parse("Who must perform the inspection of the procedure?")
     ans = extract_answer(q, [_result()], "answer", texts={"d#p3": (PAGE, False)})
     assert ans["fact_found"] and ans["asked"] == WORDS["actor"]
     assert all(states(x["text"], "actor", "list") for x in ans["quotes"])

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from sourcepage import api
 from sourcepage.cli import app
-from sourcepage.query import PageHit
+from sourcepage.query import PageHit, Query
 from sourcepage.records import MANIFEST_COLUMNS, Decision, Document, Hit
 from sourcepage.support.answer import extract_answer
 from sourcepage.support.calibrate import negative_threshold, recall_threshold
@@ -93,13 +93,13 @@ def page_hit(page: str, passage: str = "", rank: int = 1) -> PageHit:
     return PageHit(Hit(rank, page, 1.0, page + "#c1"), doc, passage)
 
 
-def _quoted(question: str, text: str, risk: bool = False) -> dict:
+def _quoted(question: Query, text: str, risk: bool = False) -> dict:
     """The extractive answer to ``question`` from one page holding ``text``."""
     return extract_answer(question, [page_hit("d#p1", text)], "answer", texts={"d#p1": (text, risk)})
 
 
 def test_check_answer_and_gate() -> None:
-    q = "How many minutes must we wait for capacitors to discharge before testing?"
+    q = Query.parse("How many minutes must we wait for capacitors to discharge before testing?")
     bad = check_answer(q, _quoted(q, "Capacitors must be discharged before testing begins."))
     assert not bad["supported"] and bad["asked"] == {
         "kind": "duration",
@@ -110,7 +110,7 @@ def test_check_answer_and_gate() -> None:
     good = check_answer(q, _quoted(q, "Wait at least 5 minutes for capacitors to discharge before testing."))
     assert good["supported"] and good["asked"]["stated"]
     assert any(p["covered"] for p in good["parts"])
-    who = "Who applies the lock, and who removes the lock?"
+    who = Query.parse("Who applies the lock, and who removes the lock?")
     two = check_answer(who, _quoted(who, "The employee applies the lock."))
     assert two["supported"] and two["asked"] is None  # a person asked, and named
     assert [p["text"] for p in two["parts"]] == ["Who applies the lock", "who removes the lock"]
@@ -134,9 +134,8 @@ def test_check_answer_and_gate() -> None:
     assert dec.decision == "review" and "likely enough to state the answer" in dec.reasons[0]
     assert dec.reasons[1:] == ("P high",)  # one reason, first; the policy's kept
     assert ans["status"] == "draft for review" and ans["check"]["supported"] is False
-    ok, same = gate(
-        "Who applies the lock?", _quoted("Who applies the lock?", "The employee applies the lock."), dec
-    )
+    applies = Query.parse("Who applies the lock?")
+    ok, same = gate(applies, _quoted(applies, "The employee applies the lock."), dec)
     assert same is dec and ok["check"]["supported"]
     assert gate(q, {"quotes": []}, Decision("refuse", ("no page",))) == (
         {"quotes": []},
@@ -146,14 +145,14 @@ def test_check_answer_and_gate() -> None:
 
 def test_gate_needs_the_fact_on_a_readable_page() -> None:
     """The value is stated, but on a page whose columns may run together: not an answer."""
-    q = "How many minutes must we wait for capacitors to discharge before testing?"
+    q = Query.parse("How many minutes must we wait for capacitors to discharge before testing?")
     risky = _quoted(q, "Wait at least 5 minutes for capacitors to discharge before testing.", risk=True)
     assert not risky["fact_found"] and risky["quotes"][0]["layout_risk"]
     ans, dec = gate(q, risky, Decision("answer", ("P high",)))
     assert dec.decision == "review" and ans["check"]["asked"]["stated"] and not ans["check"]["supported"]
     assert "columns may run together" in dec.reasons[0]
     # a question of no recognised kind: a quote close enough to it answers
-    plain = "Describe group lockout with a lockbox."
+    plain = Query.parse("Describe group lockout with a lockbox.")
     ok, kept = gate(
         plain, _quoted(plain, "Group lockout uses a lockbox for every crew."), Decision("answer", ())
     )
@@ -298,7 +297,7 @@ def test_extractive_answer_quotes_and_cites() -> None:
             "the group lockbox before work starts. Unrelated sentence about weather and lunch breaks.",
         )
     ]
-    ans = extract_answer("Who applies a personal lock to the group lockbox?", results, "answer")
+    ans = extract_answer(Query.parse("Who applies a personal lock to the group lockbox?"), results, "answer")
     assert ans["status"] == "answer"
     first = ans["quotes"][0]
     assert first["sentences"][0].startswith("Each employee must apply a personal lock")
@@ -307,8 +306,9 @@ def test_extractive_answer_quotes_and_cites() -> None:
     assert first["text"].endswith("lunch breaks.")
     assert first["citation"] == "[d p.3]"
     assert "[d p.3]" in ans["text"]
-    assert extract_answer("anything", results, "refuse")["quotes"] == []
-    assert extract_answer("Who applies a lock?", results, "review")["status"] == "draft for review"
+    assert extract_answer(Query.parse("anything"), results, "refuse")["quotes"] == []
+    review = extract_answer(Query.parse("Who applies a lock?"), results, "review")
+    assert review["status"] == "draft for review"
     assert sentences("First sentence is here for sure. ■ A bullet item that is long enough here.") == [
         "First sentence is here for sure.",
         "A bullet item that is long enough here.",

@@ -269,7 +269,7 @@ def carrying(quotes: Sequence[Passage], threshold: float) -> list[Passage]:
 
 
 def extract_answer(
-    query: Query | str,
+    query: Query,
     results: Sequence[PageHit],
     decision: str,
     max_quotes: int = MAX_QUOTES,
@@ -281,7 +281,7 @@ def extract_answer(
     """Quote up to ``max_quotes`` units of the first three results (and, for a question
     comparing jurisdictions, of each side's best page: ``select.quoted_pages``).
 
-    ``query``: the parsed question (a text is parsed without corpus weights);
+    ``query``: the parsed question (``Query``: parsed once, by the caller);
     ``results``: the ranked pages; ``texts`` maps a page id to its raw page text and
     whether the audit found its columns interleaved in that text (``Searcher.quote_texts``: the
     raw page without running headers and footers; the units are made from the raw text, else
@@ -294,8 +294,7 @@ def extract_answer(
     answer. Returns ``{"status", "asked", "fact_found", "quotes": [``_quote``], "text"}`` and
     ``first_quote`` when the first quote is not the top page's (``first_quote``).
     """
-    q = Query.parse(query) if isinstance(query, str) else query
-    asked = q.describe_asked()
+    asked = query.describe_asked()
     if decision == "refuse":
         return {
             "status": "none",
@@ -310,15 +309,15 @@ def extract_answer(
     # sentences are encoded only when the model reads their cosines (seconds when uncached)
     embedded = mdl is not None and any(f in mdl.features for f in EMBEDDING_FEATURES)
     if cands is None:
-        cands = candidates(q, results, texts)
-        featurise(q, cands, cosines if embedded else None)
+        cands = candidates(query, results, texts)
+        featurise(query, cands, cosines if embedded else None)
     else:
         add_cosines(cands, cosines if embedded else None)
     if mdl is not None and set(mdl.features) & set(XENC_FEATURES):
-        add_xenc(q.text, cands, mdl.features, lambda c: passages([c], cands)[0].text)
+        add_xenc(query.text, cands, mdl.features, lambda c: passages([c], cands)[0].text)
     score(cands, mdl)
     threshold = mdl.t_quote if mdl is not None else RULE_THRESHOLD
-    sides = q.route.groups if q.route is not None and q.route.compares else ()
+    sides = query.route.groups if query.route is not None and query.route.compares else ()
     chosen = choose(cands, max_quotes, sides)
     if mdl is not None:
         # the model's P(states) of each quote, combined: P(some quote states the answer)
@@ -343,7 +342,7 @@ def extract_answer(
     other = [c for c in chosen if not c.risk and other_party(c) and c.p >= threshold]
     if mdl is not None and not fact_found and other:  # why not, in words (``support.check``)
         out["other_party"] = {
-            "asked": sorted(set(q.roles)),
+            "asked": sorted(set(query.roles)),
             "quoted": sorted({roles_in(c.text)[0] for c in other}),
         }
     return out

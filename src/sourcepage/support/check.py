@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sourcepage.query import question_parts, weighted_terms
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
-from sourcepage.text.facts import asked_value, numbers, states
+from sourcepage.text.facts import numbers, states
 from sourcepage.text.roles import plural
 
 if TYPE_CHECKING:
@@ -50,11 +50,10 @@ def coverage(text: str, quotes: str, weights: Mapping[str, float] | None = None)
     return 1.0 - sum(terms[t] for t in missing) / total, missing
 
 
-def check_answer(
-    question: Query | str, answer: Mapping[str, Any], weights: Mapping[str, float] | None = None
-) -> dict[str, Any]:
+def check_answer(query: Query, answer: Mapping[str, Any]) -> dict[str, Any]:
     """What the quotes of ``answer`` (``support.answer.extract_answer``'s dict) cover of
-    the question.
+    the question, read from its ``Query`` (its parts, asked value and idf weights, parsed
+    once).
 
     Returns ``{"supported", "complete", "asked": {"kind", "phrase", "stated"} | None,
     "parts": [{"text", "covered", "coverage", "missing"}], "summary"}``. ``supported``: the
@@ -63,16 +62,12 @@ def check_answer(
     of the asked kind by the pattern rules. ``complete``: supported
     and every part covered (parts are cut by rule, so an uncovered part is a pointer for
     the reviewer, not a verdict)."""
-    if not isinstance(question, str):  # a Query: its weights, asked value and parts, parsed once
-        weights = question.weights if weights is None else weights
-        asked, pieces = question.value, question.parts
-    else:
-        asked, pieces = asked_value(question), tuple(question_parts(question))
+    asked = query.value
     quotes = [q["text"] for q in answer.get("quotes", [])]
     text = " ".join(quotes)
     parts = []
-    for p in pieces:
-        share, missing = coverage(p, text, weights)
+    for p in query.parts:
+        share, missing = coverage(p, text, query.weights)
         parts.append(
             {"text": p, "covered": share >= PART_COVERAGE, "coverage": round(share, 3), "missing": missing}
         )

@@ -248,12 +248,7 @@ def decide(
     )
 
 
-def gate(
-    question: Query | str,
-    answer: Mapping[str, Any],
-    decision: Decision,
-    weights: Mapping[str, float] | None = None,
-) -> tuple[dict[str, Any], Decision]:
+def gate(query: Query, answer: Mapping[str, Any], decision: Decision) -> tuple[dict[str, Any], Decision]:
     """The last step of a decision: check the extractive answer (``extract_answer``'s dict;
     its ``check`` is set, ``support.check.check_answer``) and keep an ``answer`` decision
     only when a quote states the answer — its P(states), from the learned selector, is
@@ -262,7 +257,7 @@ def gate(
     is returned as it is (it quotes nothing)."""
     if decision.decision == "refuse":
         return dict(answer), decision
-    verdict = check_answer(question, answer, weights)
+    verdict = check_answer(query, answer)
     checked = {**answer, "check": verdict}
     if decision.decision != "answer" or verdict["supported"]:
         return checked, decision
