@@ -304,6 +304,30 @@ def test_the_section_filter_matches_citations_and_whole_words_of_a_heading() -> 
     assert not section_test(["clause 4.30"])(code)
 
 
+def test_a_questions_cited_provisions_are_tested_as_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search keeps the quotes of a question citing a provision to its headings with
+    ``heading_test`` of ``Query.cited``, parsed once: the same verdicts as the section
+    filter of the citations written out, without parsing them again (it wrote them out and
+    parsed them a second time)."""
+    from sourcepage.query import Query
+    from sourcepage.retrieval import filters
+    from sourcepage.retrieval.filters import heading_test, section_test
+
+    q = Query.parse("What do s 44 and clause 4.3 require, and Article 10?")
+    assert q.cited == (("section", "44"), ("clause", "4.3"), ("article", "10"))
+    paths = [
+        ("Part 2 › 44 Duty of officers",),
+        ("4. Controlling the risks › 4.3. Entry permits",),
+        ("CHAPTER II OBLIGATIONS › Article 10 Obligations of manufacturers",),
+        ("Article 1 Scope",),
+        ("4.30 Other permits", "441 Fees"),
+    ]
+    written = section_test([f"{kind} {num}" for kind, num in q.cited])
+    monkeypatch.setattr(filters, "cited_sections", lambda text: pytest.fail(f"{text!r} parsed again"))
+    test = heading_test(q.cited)
+    assert [test(p) for p in paths] == [written(p) for p in paths] == [True, True, True, False, False]
+
+
 def test_the_section_filter_keeps_the_pages_of_a_section(nz_eu_store: Path) -> None:
     """``section=Article 10`` ranks only the pages that Article 10 covers (pp.18–20 of the EU
     regulation: it starts on p.18 and runs into p.20), whatever the question, and quotes only

@@ -34,7 +34,7 @@ from sourcepage.query import PageHit, Query
 from sourcepage.records import Decision, Document, Hit, parse_page_id
 from sourcepage.response import Answer, Cited, Result, Routing, SearchResponse, Support, Timings
 from sourcepage.retrieval import duplicates
-from sourcepage.retrieval.filters import Filters, check_filters
+from sourcepage.retrieval.filters import Filters, check_filters, heading_test, section_test
 from sourcepage.retrieval.index import IndexMissing
 from sourcepage.retrieval.methods import Method, default_method, parse_method
 from sourcepage.retrieval.routing import router
@@ -324,9 +324,9 @@ class SearchService:
         is keeps them all)."""
         texts = self.searcher.quote_texts([p.page for p in quoted_pages(query, pages)])
         cands = candidates(query, pages, texts)
-        scope = f.get("section") or [f"{kind} {num}" for kind, num in query.cited]
-        if scope:
-            within = under_section(cands, texts, scope)
+        if "section" in f or query.cited:
+            test = section_test(f["section"]) if "section" in f else heading_test(query.cited)
+            within = under_section(cands, texts, test)
             cands = within if within or "section" in f else cands
         prepare(query, cands)
         return texts, cands

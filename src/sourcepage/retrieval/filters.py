@@ -89,6 +89,16 @@ def section_test(values: Sequence[str]) -> Callable[[Sequence[str]], bool]:
         elif v.split():
             words.append(r"\s+".join(re.escape(w) for w in v.split()))
     pattern = re.compile(r"(?<!\w)(?:" + "|".join(words) + r")(?!\w)", re.IGNORECASE) if words else None
+    return heading_test(cited, pattern)
+
+
+def heading_test(
+    cited: Sequence[tuple[str, str]], pattern: re.Pattern[str] | None = None
+) -> Callable[[Sequence[str]], bool]:
+    """The test of a page's heading paths: true when a path cites one of the provisions
+    ``cited`` ((kind, number), as ``corpus.structure.cited_sections`` parses them) or holds
+    ``pattern``. A question's cited provisions (``Query.cited``) are tested as they were
+    parsed, not written out and parsed again."""
 
     def holds(path: str) -> bool:
         return bool(pattern and pattern.search(path)) or any(path_cites(path, k, n) for k, n in cited)

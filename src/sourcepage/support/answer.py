@@ -38,7 +38,6 @@ import numpy as np
 
 from sourcepage.corpus.structure import section_at
 from sourcepage.query import PageHit, Query
-from sourcepage.retrieval.filters import section_test
 from sourcepage.store.schema import now
 from sourcepage.support.select import (
     EMBEDDING_FEATURES,
@@ -429,12 +428,14 @@ def quote_section(raw: str, unit: str, page: PageHit) -> str:
 
 
 def under_section(
-    cands: Sequence[Candidate], texts: Mapping[str, tuple[str, bool]] | None, values: Sequence[str]
+    cands: Sequence[Candidate],
+    texts: Mapping[str, tuple[str, bool]] | None,
+    test: Callable[[Sequence[str]], bool],
 ) -> list[Candidate]:
-    """The candidates that stand under a heading holding one of the ``section`` filter's
-    values (``retrieval.filters``): the filter keeps whole pages, and a page of Article 10
-    may also hold the start of Article 11, which is no quote of Article 10."""
-    test = section_test(values)
+    """The candidates that stand under a heading that passes ``test`` (``retrieval.filters``:
+    the ``section`` filter's ``section_test``, or ``heading_test`` of the provisions a
+    question cites): the filter keeps whole pages, and a page of Article 10 may also hold
+    the start of Article 11, which is no quote of Article 10."""
     out = []
     for c in cands:
         raw = (texts or {}).get(c.page.page, (c.page.passage, False))[0]
