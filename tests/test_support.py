@@ -143,6 +143,24 @@ def test_check_answer_and_gate() -> None:
     )
 
 
+def test_the_check_reads_the_parts_weighed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The answer check covers the parts with the stems and idf weights ``Query.parse``
+    gave them (``part_terms``): it does not tokenize the question's parts again."""
+    from sourcepage.query import weighted_terms
+    from sourcepage.support import check
+
+    q = Query.parse("Who applies the lock, and who removes the lock?", {"lock": 1, "applies": 9}, 10)
+    assert q.part_terms == tuple(weighted_terms(p, q.weights) for p in q.parts)
+    quoted = _quoted(q, "The employee applies the lock.")
+    monkeypatch.setattr(check, "weighted_terms", lambda *a: pytest.fail("a part tokenized again"))
+    parts = check_answer(q, quoted)["parts"]
+    text = quoted["quotes"][0]["text"]
+    assert [p["coverage"] for p in parts] == [
+        round(check.coverage_of(t, check.quote_stems(text))[0], 3) for t in q.part_terms
+    ]
+    assert parts[0]["covered"] and not parts[1]["covered"]
+
+
 def test_gate_needs_the_fact_on_a_readable_page() -> None:
     """The value is stated, but on a page whose columns may run together: not an answer."""
     q = Query.parse("How many minutes must we wait for capacitors to discharge before testing?")

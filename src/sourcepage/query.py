@@ -98,7 +98,9 @@ class Query:
     named (None when no router was given); ``cited``: the provisions it cites, as
     (kind, number) ("Article 10": ``corpus.structure.cited_sections``); ``roles``: the
     parties it names, in order (``text.roles.roles_in``: whose duty it asks about);
-    ``parts``: its parts as the answer check covers them (``question_parts``)."""
+    ``parts``: its parts as the answer check covers them (``question_parts``), and
+    ``part_terms`` each part's stemmed content words → weight (``weighted_terms``), what
+    the check looks for in the quotes."""
 
     text: str
     terms: frozenset[str]
@@ -112,6 +114,7 @@ class Query:
     cited: tuple[tuple[str, str], ...] = ()
     roles: tuple[str, ...] = ()
     parts: tuple[str, ...] = ()
+    part_terms: tuple[Mapping[str, float], ...] = ()
 
     @classmethod
     def parse(
@@ -127,6 +130,7 @@ class Query:
         terms = content_terms(text)
         weights = term_weights(sorted(terms), df, n_docs) if df is not None else {t: 1.0 for t in terms}
         stem_of = stem_terms(terms)
+        parts = tuple(question_parts(text))
         stems: dict[str, float] = {}
         for t in sorted(terms):
             stems[stem_of[t]] = max(stems.get(stem_of[t], 0.0), weights[t])
@@ -142,7 +146,8 @@ class Query:
             stem_of=stem_of,
             cited=tuple(cited_sections(text)),
             roles=tuple(roles_in(text)),
-            parts=tuple(question_parts(text)),
+            parts=parts,
+            part_terms=tuple(weighted_terms(p, weights) for p in parts),
         )
 
     @classmethod

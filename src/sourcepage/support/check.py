@@ -41,8 +41,17 @@ PART_COVERAGE = 0.5
 def coverage(text: str, quotes: str, weights: Mapping[str, float] | None = None) -> tuple[float, list[str]]:
     """(idf-weighted share of ``text``'s content words found in ``quotes``, the missing
     stems), matching on Snowball stems so "slicing" meets "slice"."""
-    terms = weighted_terms(text, weights)
-    have = set(tokenize(quotes, _STEMMED))
+    return coverage_of(weighted_terms(text, weights), quote_stems(quotes))
+
+
+def quote_stems(quotes: str) -> frozenset[str]:
+    """The Snowball stems of the words of ``quotes`` (what ``coverage_of`` looks in)."""
+    return frozenset(tokenize(quotes, _STEMMED))
+
+
+def coverage_of(terms: Mapping[str, float], have: frozenset[str]) -> tuple[float, list[str]]:
+    """(weighted share of ``terms`` — stem → weight, ``weighted_terms`` — among the stems
+    ``have``, the missing stems)."""
     total = sum(terms.values())
     if not total:
         return 1.0, []
@@ -52,8 +61,8 @@ def coverage(text: str, quotes: str, weights: Mapping[str, float] | None = None)
 
 def check_answer(query: Query, answer: Mapping[str, Any]) -> dict[str, Any]:
     """What the quotes of ``answer`` (``support.answer.extract_answer``'s dict) cover of
-    the question, read from its ``Query`` (its parts, asked value and idf weights, parsed
-    once).
+    the question, read from its ``Query`` (its parts with their weighted stems and its
+    asked value, parsed once).
 
     Returns ``{"supported", "complete", "asked": {"kind", "phrase", "stated"} | None,
     "parts": [{"text", "covered", "coverage", "missing"}], "summary"}``. ``supported``: the
@@ -65,9 +74,10 @@ def check_answer(query: Query, answer: Mapping[str, Any]) -> dict[str, Any]:
     asked = query.value
     quotes = [q["text"] for q in answer.get("quotes", [])]
     text = " ".join(quotes)
+    have = quote_stems(text)
     parts = []
-    for p in query.parts:
-        share, missing = coverage(p, text, query.weights)
+    for p, terms in zip(query.parts, query.part_terms, strict=True):
+        share, missing = coverage_of(terms, have)
         parts.append(
             {"text": p, "covered": share >= PART_COVERAGE, "coverage": round(share, 3), "missing": missing}
         )
