@@ -110,6 +110,53 @@ def test_no_import_circle() -> None:
         raise AssertionError(f"import circle: {' -> '.join(err.args[1])}") from None
 
 
+#: ARCHITECTURE.md's picture, top to bottom, one row per stage (a row's stages drawn side by
+#: side): a stage imports only from its own row and the rows above it, and from ``BASE``,
+#: which imports no stage (the package's face, ``sourcepage/__init__.py``, hands on names)
+PICTURE = (
+    ("text",),
+    ("corpus",),
+    ("ingest",),
+    ("retrieval",),
+    ("query",),
+    ("support",),
+    ("pipeline", "response"),
+    ("evaluation",),
+    ("sweep",),
+    ("package",),
+    ("labels",),
+    ("api",),
+    ("editions", "jobs", "bench"),
+    ("service", "cli"),
+)
+BASE = ("records", "store", "executor", "limits", "jsonl", "vocabulary")
+
+
+def test_imports_follow_the_picture() -> None:
+    """No import runs back up ARCHITECTURE.md's picture (data flows one way): every import
+    of a module goes to its own stage, a stage in its row or above it, or ``BASE``; every
+    stage is in the picture."""
+    row = {stage: i for i, stages in enumerate(PICTURE) for stage in stages}
+    row |= dict.fromkeys(BASE, -1)
+
+    def stage(module: str) -> str:
+        return module.split(".")[1] if "." in module else ""
+
+    unplaced, upward = set(), []
+    for module, targets in _imports().items():
+        own = stage(module)
+        if not own:  # the package's face
+            continue
+        unplaced |= {s for s in (own, *map(stage, targets)) if s not in row}
+        upward += [
+            f"{module} -> {t}"
+            for t in targets
+            if stage(t) != own and row.get(stage(t), -1) > row.get(own, -1)
+        ]
+    assert not unplaced, f"stages not in the picture (PICTURE, ARCHITECTURE.md): {sorted(unplaced)}"
+    assert not upward, f"imports that run back up the picture: {upward}"
+
+
 def test_the_import_walk_sees_imports() -> None:
     graph = _imports()
     assert "sourcepage.retrieval.methods" in graph["sourcepage.retrieval.search"]
