@@ -36,6 +36,28 @@ def test_a_question_asks_for_at_most_one_value_the_most_specific() -> None:
     assert asked_value("What is the capital of Australia?") is None
 
 
+def test_a_fee_a_share_or_a_number_of_years_is_a_value_of_its_kind() -> None:
+    """A question that asks for a fee, a share of a group or a number of years asks for a
+    value of that kind, not for a statement or any number (pool dev: three unsupported
+    questions were answered with a time limit, a procedure or "1 or more" quoted)."""
+    cases = {
+        "What fee does the regulator charge when a removalist lodges the notice?": "money",
+        "What filing fee applies when applying for external review?": "money",
+        "How much does a union official have to pay to apply for a permit?": "money",
+        "What minimum voter turnout, as a share of the work group, is needed?": "percentage",
+        "What is the maximum number of years the assessor can be disqualified?": "duration",
+        "What is the longest period an exemption can be granted for?": "duration",
+        "How many inches from the point of operation must the hands stay?": "length",
+    }
+    for q, kind in cases.items():
+        got = asked_value(q)
+        assert got is not None and got.kind == kind, q
+    # a fee named without asking for its amount asks for no money
+    assert asked_value("How long does someone have to pay an infringement fee?").kind == "duration"
+    assert asked_value("Can cost be taken into account when deciding what is practicable?") is None
+    assert asked_value("How much time does a worker have to report an injury?").kind == "duration"
+
+
 def test_asked_facts_come_in_the_order_the_question_asks_them() -> None:
     assert _kinds("How often must energy control procedures be inspected?") == ["frequency"]
     assert _kinds("What are the steps of a job hazard analysis?") == ["list"]

@@ -143,6 +143,26 @@ def test_check_answer_and_gate() -> None:
     )
 
 
+def test_an_answer_to_a_value_question_needs_a_quote_stating_a_value_of_its_kind() -> None:
+    """The value-asked rule: a quote likely to state the answer (``fact_found``) does not
+    carry an answer when the question asks for a value and no quote states one of that
+    kind (a fee asked, a time limit quoted; a number of years asked, "1 or more" quoted)."""
+    fee = Query.parse("What fee does the regulator charge for an asbestos removal notice?")
+    notice = "The removalist must give the regulator notice of asbestos removal within 24 hours."
+    quoted = _quoted(fee, notice)
+    quoted["fact_found"] = True  # the selector is sure: the rule still holds the answer back
+    ans, dec = gate(fee, quoted, Decision("answer", ("P high",)))
+    assert dec.decision == "review" and not ans["check"]["supported"]
+    assert "asks for an amount of money and no quote states one" in dec.reasons[0]
+    years = Query.parse("What is the maximum number of years an assessor can be disqualified?")
+    one = _quoted(years, "The regulator may cancel an accreditation if satisfied about 1 or more of these.")
+    one["fact_found"] = True
+    assert not check_answer(years, one)["supported"]
+    stated = _quoted(years, "The regulator may disqualify the assessor for up to 5 years.")
+    stated["fact_found"] = True
+    assert check_answer(years, stated)["supported"]
+
+
 def test_the_check_reads_the_parts_weighed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The answer check covers the parts with the stems and idf weights ``Query.parse``
     gave them (``part_terms``): it does not tokenize the question's parts again."""

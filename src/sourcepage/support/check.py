@@ -4,10 +4,12 @@ An extractive answer quotes sentences; this module says, for a reviewer and for 
 decision, whether those sentences actually answer the question:
 
 - **supported**: the quotes are likely enough to state the answer (the answer's
-  ``fact_found``, from the learned selector ``support.select``). Whether a quote states a
-  value of the asked kind by the pattern rules of ``text.facts`` (a number with a
-  matching unit, a frequency word, a colour word) is reported beside it (``asked``) — a
-  feature of the selector and a pointer for the reviewer, no longer the verdict.
+  ``fact_found``, from the learned selector ``support.select``) and, when the question
+  asks for a value, a quote states a value of that kind by the pattern rules of
+  ``text.facts`` (a number with a matching unit, a frequency word, a colour word;
+  ``asked``): a fee asked is not answered by a time limit quoted, nor a number of years by
+  "1 or more of the following" (the value-asked rule; the development pool's unsupported
+  questions mostly ask for a figure the documents never give).
 - **question parts**: the question is cut into parts at commas, semicolons, colons and
   "and"/"or" between clauses; a part is covered when most of its content words
   (idf-weighted, stemmed) appear in the quotes.
@@ -66,9 +68,9 @@ def check_answer(query: Query, answer: Mapping[str, Any]) -> dict[str, Any]:
 
     Returns ``{"supported", "complete", "asked": {"kind", "phrase", "stated"} | None,
     "parts": [{"text", "covered", "coverage", "missing"}], "summary"}``. ``supported``: the
-    quotes state the answer by the selector (``fact_found``) — the condition for an
-    automatic answer (``support.decide.gate``); ``asked.stated``: a quote states a value
-    of the asked kind by the pattern rules. ``complete``: supported
+    quotes state the answer by the selector (``fact_found``) and, when a value is asked, a
+    quote states one of its kind (``asked.stated``, by the pattern rules) — the condition
+    for an automatic answer (``support.decide.gate``). ``complete``: supported
     and every part covered (parts are cut by rule, so an uncovered part is a pointer for
     the reviewer, not a verdict)."""
     asked = query.value
@@ -83,12 +85,14 @@ def check_answer(query: Query, answer: Mapping[str, Any]) -> dict[str, Any]:
         )
     stated = states(text, asked.kind) if asked else True
     found = bool(answer.get("fact_found"))
-    supported = bool(quotes) and found
+    supported = bool(quotes) and found and stated
     covered = [p["text"] for p in parts if p["covered"]]
     uncovered = [p["text"] for p in parts if not p["covered"]]
     notes = []
     if not quotes:
         notes.append(f"no sentence was quoted (the question asks for {answer.get('asked') or 'a statement'})")
+    elif not stated:
+        notes.append(f"the question asks for {asked.describe()} and no quote states one")
     elif not found and answer.get("other_party"):
         party = answer["other_party"]
         notes.append(

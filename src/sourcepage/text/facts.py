@@ -2,17 +2,19 @@
 
 One module for both sides, read by the quote choice (``support.answer``), the answer check
 (``support.check``), the feature ``value_missing`` (``support.features``) and, through the
-check, the decision gate (``support.decide.gate``).
+check, the decision gate (``support.decide.gate``: an answer to a value question needs a
+quote stating a value of its kind).
 
-- **values**: a duration ("how long", "within how many minutes"), a frequency ("how
-  often"), a distance or size, an amount of money, a percentage, a concentration, a speed,
-  a force, a temperature, a resistance, a colour, or any number ("how many", "what is the
-  maximum …"). A question asks for at most one value: the first kind of ``VALUE_ASKS`` whose
-  pattern matches ("how many minutes" is a duration, not a number). A sentence states it
-  with a number followed by a unit of that kind (a number that names a section, a
-  standard or a year — "29 CFR 1910.147", "ISO 45001", "2019" — is no value), a frequency
-  expression ("annually", "at least once a year"), a colour word or, for a number, any
-  number.
+- **values**: a duration ("how long", "within how many minutes", "the maximum number of
+  years"), a frequency ("how often"), a distance or size ("how many inches"), an amount of
+  money ("what fee", "how much does it cost"), a percentage ("as a share of the work
+  group"), a concentration, a speed, a force, a temperature, a resistance, a colour, or any
+  number ("how many", "what is the maximum …"). A question asks for at most one value:
+  the first kind of ``VALUE_ASKS`` whose pattern matches ("how many minutes" is a
+  duration, not a number). A sentence states it with a number followed by a unit of that
+  kind (a number that names a section, a standard or a year — "29 CFR 1910.147", "ISO
+  45001", "2019" — is no value), a frequency expression ("annually", "at least once a
+  year"), a colour word or, for a number, any number.
 - **other facts**: a person ("who may"), a list ("what are the steps") and a condition
   ("when must"); a sentence states them by naming a role, by enumerating (or being a
   quoted list or list item), or by a conditional word.
@@ -82,20 +84,30 @@ VALUE_ASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bnewtons?\b|\bwhat (?:push|pull) force\b", "force"),
         (r"\bmegohms?\b|\bohms?\b|\binsulation resistance\b", "resistance"),
         (r"\bwhat (?:air )?temperature\b|\bdegrees\b", "temperature"),
-        (r"\b(?:in|what) per ?cent\b|\bwhat percentage\b|\bhow many per ?cent\b", "percentage"),
-        (r"\b(?:penalty|fine|dollars?|how much money)\b", "money"),
+        (
+            r"\b(?:in|what) per ?cent\b|\bwhat percentage\b|\bhow many per ?cent\b|"
+            r"\bas a (?:share|proportion|percentage|fraction) of\b|\bwhat (?:share|proportion|fraction)\b",
+            "percentage",
+        ),
+        (
+            r"\b(?:penalty|fine|dollars?|how much money)\b|\bwhat (?:\w+ )?fees?\b|"
+            r"\bhow much (?:does|do|will|would|is|are) (?:\w+ ){0,5}(?:pay|cost|charge)s?\b",
+            "money",
+        ),
         (r"\bratio\b", "number"),
         (
             r"\bhow long\b|\bhow much time\b|\bhow (?:soon|quickly)\b|\b(?:within|after|for) how many "
             r"(?:seconds|minutes|hours|days|weeks|months|years)\b|\bhow many (?:seconds|minutes|hours|days|"
-            r"weeks|months|years)\b",
+            r"weeks|months|years)\b|\bnumber of (?:seconds|minutes|hours|days|weeks|months|years)\b|"
+            r"\b(?:longest|shortest|maximum|minimum) (?:time|period)\b",
             "duration",
         ),
         (
             r"\bhow (?:high|far|close|thick|wide|deep|tall|low)\b|"
             r"\b(?:minimum|maximum)(?: allowed| permitted)? "
             r"(?:\w+ )?(?:height|width|distance|gap|clearance|depth|thickness|length)\b|"
-            r"\bhow much (?:thicker|higher|wider)\b|\bwhat (?:distance|height|depth)\b",
+            r"\bhow much (?:thicker|higher|wider)\b|\bwhat (?:distance|height|depth)\b|"
+            r"\bhow many (?:mm|cm|millimet(?:er|re)s|centimet(?:er|re)s|met(?:er|re)s|inches|feet|yards)\b",
             "length",
         ),
         (
