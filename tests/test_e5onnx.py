@@ -227,3 +227,32 @@ def test_a_one_question_process_uses_the_quickest_loading_e5(runtime: object) ->
         assert dense.e5_runtime() == "fp32"
     finally:
         dense._one_question[0] = before
+
+
+def test_a_tables_runs_hold_one_length_and_keep_the_vectors(onnx: object, real_sentences: list[str]) -> None:
+    """``sourcepage index`` encodes its sentence table in runs of up to ``TABLE_RUN``
+    windows of one length: no run is padded, each vector is its one-window-a-run vector to
+    1e-6, and the same texts in another order give the same bytes (the runs are cut from
+    the texts sorted by length)."""
+    from sourcepage.retrieval.e5onnx import PASSAGE_PREFIX, TABLE_RUN
+
+    texts = real_sentences[:120]
+    alone = onnx.encode(texts, PASSAGE_PREFIX, threads=1)
+    widths: list[tuple[int, int]] = []
+    means = onnx._means
+
+    def counted(sess: object, windows: list[list[int]]) -> np.ndarray:
+        widths.append((len(windows), len({len(w) for w in windows})))
+        return means(sess, windows)
+
+    object.__setattr__(onnx, "_means", counted)
+    try:
+        runs = onnx.passages(texts, run=TABLE_RUN)
+        again = onnx.passages(texts[::-1], run=TABLE_RUN)[::-1]
+    finally:
+        object.__delattr__(onnx, "_means")
+    assert all(lengths == 1 for _, lengths in widths)  # one length a run: nothing padded
+    assert max(n for n, _ in widths) > 1 and max(n for n, _ in widths) <= TABLE_RUN
+    assert len(widths) < len(texts)
+    assert float(np.abs(runs - alone).max()) < 1e-6
+    assert runs.tobytes() == again.tobytes()

