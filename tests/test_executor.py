@@ -83,3 +83,48 @@ def test_build_indexes_identical_in_process_and_in_a_pool(fresh_store: Path, tmp
     finally:
         a.close()
         b.close()
+
+
+def test_a_pools_imap_gives_results_in_order_as_they_come() -> None:
+    """``imap`` queues every job at once and yields the results in the items' order; a
+    pool closed with jobs still queued drops them instead of running them out."""
+    import time
+
+    with ProcessPool(2) as pool:
+        got = pool.imap(abs, [-5, 3, -9, 1])
+        assert next(got) == 5
+        assert list(got) == [3, 9, 1]
+        assert list(pool.imap(abs, [])) == []
+        pending = pool.imap(time.sleep, [0.2] * 40)
+        next(pending)
+        t = time.perf_counter()
+    assert time.perf_counter() - t < 2.0  # not 40 x 0.2 s / 2 workers
+
+
+def test_chunks_embedded_in_a_pool_as_in_process(
+    fresh_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pool's workers embed the chunks in jobs all queued at once (``imap``), each job's
+    vectors cached as it comes: the cache ends the same as one process leaves it."""
+    from sourcepage.retrieval import index as index_module
+    from sourcepage.retrieval.dense import cache_key, text_sha
+
+    other = Path(shutil.copytree(fresh_store, tmp_path / "other"))
+    monkeypatch.setattr(index_module, "EMBED_JOB_TEXTS", 3)  # several jobs for two workers
+    method = parse_method("dense")
+    ticks: list[tuple[int, int]] = []
+    one, two = Store(fresh_store), Store(other)
+    try:
+        n = index_module.embed_through(InProcess(), one, ["raw"], method)
+        with ProcessPool(2) as pool:
+            m = index_module.embed_through(pool, two, ["raw"], method, lambda d, t: ticks.append((d, t)))
+        assert n == m >= 10
+        assert ticks[-1] == (m, m) and len(ticks) == -(-m // 3)
+        key = cache_key(method.spec.encoder(method))
+        shas = sorted({text_sha(t) for _, t in one.iter_chunk_texts("raw")})
+        a, b = one.cached_embeddings(key, shas), two.cached_embeddings(key, shas)
+        assert sorted(a) == sorted(b) == shas
+        assert all(np.array_equal(a[s], b[s]) for s in shas)
+    finally:
+        one.close()
+        two.close()

@@ -44,7 +44,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing.connection import Connection, wait
 from typing import Any, Protocol, TypeVar
@@ -67,11 +67,14 @@ __all__ = [
 
 
 class Executor(Protocol):
-    """Runs ``fn`` over ``items``; results in the order of ``items``."""
+    """Runs ``fn`` over ``items``; results in the order of ``items`` (``imap``: each as it
+    comes, the later jobs running meanwhile)."""
 
     workers: int
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]: ...
+
+    def imap(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]: ...
 
     def close(self) -> None: ...
 
@@ -84,6 +87,9 @@ class InProcess:
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         return [fn(x) for x in items]
+
+    def imap(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        return map(fn, list(items))
 
     def close(self) -> None:
         pass
@@ -106,18 +112,26 @@ class ProcessPool:
         self._pool: ProcessPoolExecutor | None = None
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        return list(self.imap(fn, items))
+
+    def imap(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        """The results of ``fn`` over ``items`` in their order, each as soon as it and those
+        before it are done: every job is queued at once, so the workers go on while the
+        caller handles a result (``map`` waits for all)."""
         items = list(items)
         if not items:
-            return []
+            return iter(())
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=mp.get_context("spawn"), initializer=die_with_parent
             )
-        return list(self._pool.map(fn, items))
+        return self._pool.map(fn, items)
 
     def close(self) -> None:
+        """Stop the workers; jobs of an ``imap`` not yet started are dropped (an interrupted
+        build stops at once instead of running its queue out)."""
         if self._pool is not None:
-            self._pool.shutdown()
+            self._pool.shutdown(cancel_futures=True)
             self._pool = None
 
     def __enter__(self) -> ProcessPool:
@@ -178,6 +192,13 @@ class RayExecutor:
         if not items:
             return []
         refs = [self._task.remote(fn, x) for x in items]
+        return self._get(refs)
+
+    def imap(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        refs = [self._task.remote(fn, x) for x in items]
+        return (self._get(ref) for ref in refs)
+
+    def _get(self, refs: Any) -> Any:
         try:
             return self._ray.get(refs)
         except self._ray.exceptions.RayTaskError as e:
@@ -471,6 +492,10 @@ class LimitedPool:
             if isinstance(r, BaseException):
                 raise r
         return results  # type: ignore[return-value]
+
+    def imap(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        """``map``'s results (every job settled first: a job's limits are checked as a whole)."""
+        return iter(self.map(fn, items))
 
     def close(self) -> None:
         for w in self._idle:

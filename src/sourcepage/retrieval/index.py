@@ -284,8 +284,8 @@ def embed_through(
 ) -> int:
     """Embed the chunk texts of ``versions`` that the store's cache lacks for ``method``
     (a dense method; any other is left alone) through ``executor``, in jobs of
-    ``EMBED_JOB_TEXTS`` texts, writing each round's vectors (a few jobs per worker) into
-    the cache: an interrupted run loses one round. Version by version, the texts are cut
+    ``EMBED_JOB_TEXTS`` texts, all queued at once, writing each job's vectors into the
+    cache as it comes: an interrupted run loses the jobs under way. Version by version, the texts are cut
     into the same groups of 32 (by length) as ``dense.embed_passages`` in one process (torch's
     vectors differ in the last bit with the batch a text is in; ONNX runs MiniLM one text
     at a time), so the vectors are identical. Like that build, it holds a version's texts
@@ -297,7 +297,6 @@ def embed_through(
 
     model = encoder(method).name
     key = cache_key(encoder(method))
-    per_round = 4 * max(1, executor.workers)
     done = 0
     for v in versions:
         texts = {text_sha(t): t for _, t in store.iter_chunk_texts(v)}
@@ -305,13 +304,14 @@ def embed_through(
         todo = by_length({s: t for s, t in texts.items() if s not in have})
         del texts, have
         jobs = [todo[i : i + EMBED_JOB_TEXTS] for i in range(0, len(todo), EMBED_JOB_TEXTS)]
-        for r in range(0, len(jobs), per_round):
-            part = jobs[r : r + per_round]
-            vectors = executor.map(_embed_job, [(model, [t for _, t in job]) for job in part])
-            for job, vecs in zip(part, vectors, strict=True):
-                store.cache_embeddings(key, {s: vec for (s, _), vec in zip(job, vecs, strict=True)})
+        # every job queued at once: the workers go on while a finished job is cached here
+        vectors = executor.imap(_embed_job, [(model, [t for _, t in job]) for job in jobs])
+        embedded = 0
+        for job, vecs in zip(jobs, vectors, strict=True):
+            store.cache_embeddings(key, {s: vec for (s, _), vec in zip(job, vecs, strict=True)})
+            embedded += len(job)
             if progress:
-                progress(sum(len(j) for j in jobs[: r + per_round]), len(todo))
+                progress(embedded, len(todo))
         done += len(todo)
     return done
 
