@@ -6,6 +6,12 @@ Prints the seconds at which each phase began and the total.
 
     .venv/bin/python benchmarks/upload_time.py ../shared/corpus osha3120-lockout-tagout.pdf
 
+``--into STORE`` adds the PDF (from ``corpus``, which then need not be the store's) to a copy
+of an indexed store instead, e.g. a 73-page guide to the corpus-intl store:
+
+    .venv/bin/python benchmarks/upload_time.py ../shared/corpus-extra \
+        osha3150-scaffold-use-construction.pdf --into STORE_OF_../shared/corpus-intl
+
 Everything is written under a temporary folder, removed at the end (``--keep`` keeps it).
 """
 
@@ -46,19 +52,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("corpus", type=Path, help="a corpus folder (manifest.csv, pdf/)")
     ap.add_argument("pdf", help="the file name, under pdf/, of the PDF to add")
+    ap.add_argument("--into", type=Path, help="add to a copy of this indexed store")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="upload_time."))
     try:
         store = tmp / "store"
         t = time.perf_counter()
-        ingest(corpus_without(args.corpus, args.pdf, tmp / "corpus"), store, workers=1)
-        build_indexes(store, "raw", [m for v, m in api.index_plan(store, ["raw"])])
+        if args.into:
+            shutil.copytree(args.into, store, ignore=shutil.ignore_patterns("*.lock", ".ready"))
+        else:
+            ingest(corpus_without(args.corpus, args.pdf, tmp / "corpus"), store, workers=1)
+            build_indexes(store, "raw", [m for v, m in api.index_plan(store, ["raw"])])
         with closing(Store(store)) as st:
-            sentvec.build(st, "raw")
+            if not args.into:
+                sentvec.build(st, "raw")
             pages = sum(int(r["n_pages"] or 0) for r in st.document_rows().values())
         api.search("warm-up", store, build=False, answer=False, refer=False)
-        print(f"store of {pages} pages built in {time.perf_counter() - t:.0f} s")
+        made = "copied" if args.into else "built"
+        print(f"store of {pages} pages {made} in {time.perf_counter() - t:.0f} s")
 
         began: dict[str, float] = {}
         t0 = time.perf_counter()

@@ -432,7 +432,9 @@ def reindex(store: Path, progress: Progress = _quiet) -> None:
             for v, m in api.index_plan(store, [version])
         ]
         if (sentvec.folder(st, version) / "CURRENT").is_file():
-            steps.append(("the sentence vectors", lambda tick: sentvec.build(st, version, 1, tick)))
+            # one worker a core: the new pages' units are most of an add's time (a 73-page
+            # guide into corpus-intl's store: 63 s of 97 on one), and searches go on meanwhile
+            steps.append(("the sentence vectors", lambda tick: sentvec.build(st, version, None, tick)))
         for i, (what, step) in enumerate(steps):
             label = f"building {what} ({i + 1} of {len(steps)})"
             start, span = 40 + 55 * i // len(steps), 55 // len(steps)
