@@ -406,3 +406,65 @@ def test_a_cited_provision_ranks_first_and_is_what_is_quoted(nz_eu_store: Path) 
     base = searcher.ranked(parse_method("route:rrf:bm25+dense"), odd, None, {})
     plain = [h.page_id for h in section_rank(searcher, odd, base)]
     assert searcher.rank(odd, default, k=None).pages() == plain
+
+
+def _count_parses(monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> dict[str, int]:
+    """Count (or, with ``fail``, forbid) the calls of the jurisdiction finder
+    (``Router.route``) and of the citation parser (``cited_sections``, wherever imported)."""
+    from sourcepage import query
+    from sourcepage.retrieval import filters, routing, sections
+
+    calls = {"route": 0, "cited": 0}
+
+    def counted(name: str, real: object) -> object:
+        def call(*args: object) -> object:
+            if fail:
+                pytest.fail(f"{name} parsed again: {args[-1]!r}")
+            calls[name] += 1
+            return real(*args)  # type: ignore[operator]
+
+        return call
+
+    monkeypatch.setattr(routing.Router, "route", counted("route", routing.Router.route))
+    for module in (query, filters, sections):
+        monkeypatch.setattr(module, "cited_sections", counted("cited", module.cited_sections))
+    return calls
+
+
+def test_a_search_finds_the_jurisdictions_and_citations_once(
+    nz_eu_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 48, point 4: a search through the pipeline (the default method, ``sect:route:``)
+    routes the question and parses its citations once, in ``Query``; the stages read
+    ``Query.parsed``. Before, ``route:`` routed it again (twice: ``sect:`` ranks the cited
+    provision's pages through it too), ``sect:`` parsed the citations again and wrote them out
+    as a ``section`` filter, which the searcher's page mask parsed again for each base index
+    (route 3 times, citations 4)."""
+    from sourcepage import api
+
+    calls = _count_parses(monkeypatch)
+    s36 = "What does section 36 of New Zealand's Health and Safety at Work Act require?"
+    res = api.search(s36, nz_eu_store, k=5)
+    assert res["routing"]["jurisdictions"] == ["NZ"] and res["cited"][0]["citation"] == "section 36"
+    assert res["results"][0]["page"] == "nz-hswa-2015#p34"  # s 36's page, first
+    assert calls == {"route": 1, "cited": 1}
+
+
+def test_the_stages_read_the_parsed_question(nz_eu_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Given ``Query.parsed``, ``route:`` and ``sect:`` rank as they do from the question's
+    text (a direct ``Searcher`` user), without finding its jurisdictions or citations again;
+    a comparison's sides and a cited provision's pages included."""
+    from sourcepage.query import Query
+
+    searcher = Searcher(nz_eu_store)
+    method = parse_method("sect:route:bm25")
+    for q in (
+        "What does section 36 of New Zealand's Act require?",
+        "Compare Article 10 of the EU regulation with section 36 of New Zealand's Act",
+    ):
+        plain = searcher.ranked(method, q, 20, {})
+        parsed = Query.of(searcher, q).parsed
+        assert parsed.route is not None and parsed.cited
+        _count_parses(monkeypatch, fail=True)
+        assert searcher.ranked(method, q, 20, {}, parsed) == plain
+        monkeypatch.undo()

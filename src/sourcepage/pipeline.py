@@ -213,7 +213,8 @@ class SearchService:
         s = self.searcher
         with one_blas_thread():
             query = Query.of(s, question)
-            a, b = (s.ranked(parse_method(n), question, FEATURE_DEPTH, {}) for n in (sparse, semantic))
+            pair = (sparse, semantic)
+            a, b = (s.ranked(parse_method(n), question, FEATURE_DEPTH, {}, query.parsed) for n in pair)
             return feature_row(s, query, a, b, reads_xenc()), a, b
 
     def search(
@@ -251,7 +252,7 @@ class SearchService:
             depth = max(2 * k, FEATURE_DEPTH) if pol and m.name in (pol.sparse, pol.semantic) else 2 * k
             runs = {name: list(hits) for name, hits in (ranked or {}).items()}
             if m.name not in runs:
-                runs[m.name] = s.ranked(m, question, depth, f)
+                runs[m.name] = s.ranked(m, question, depth, f, query.parsed)
             rank_ms = (time.perf_counter() - t1) * 1000
             t2 = time.perf_counter()
             pages = self.pages(query, runs[m.name][:depth], k)
@@ -339,7 +340,7 @@ class SearchService:
         s = self.searcher
         for pm in self.policy_methods:
             if pm.name not in ranked:
-                ranked[pm.name] = s.ranked(pm, query.text, FEATURE_DEPTH, f)
+                ranked[pm.name] = s.ranked(pm, query.text, FEATURE_DEPTH, f, query.parsed)
         a, b = (ranked[pm.name][:FEATURE_DEPTH] for pm in self.policy_methods)
         for pending in early:
             pending.exception()  # waits; an error is raised again where the vector is read

@@ -20,7 +20,7 @@ from sourcepage.corpus.pagelabels import citation
 from sourcepage.corpus.structure import cited_sections
 from sourcepage.records import Document, Hit, parse_page_id
 from sourcepage.retrieval.bm25 import idf
-from sourcepage.retrieval.routing import Route
+from sourcepage.retrieval.parsed import Parsed, Route
 from sourcepage.retrieval.tokenize import TokenizerConfig, content_terms, stem_terms, tokenize
 from sourcepage.text.facts import Asked, asked_facts, asked_value
 from sourcepage.text.roles import roles_in
@@ -159,6 +159,12 @@ class Query:
         return cls.parse(
             text, df, n, router(searcher).route(text), tokenize(text, searcher.settings.tokenizer)
         )
+
+    @property
+    def parsed(self) -> Parsed:
+        """The route and cited provisions as the ranking stages read them (``route:``,
+        ``sect:``): handed to ``Searcher.ranked``, so that no stage parses the question again."""
+        return Parsed(self.route, self.cited)
 
     @property
     def jurisdictions(self) -> tuple[str, ...]:

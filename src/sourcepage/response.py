@@ -90,7 +90,7 @@ class Support(TypedDict):
 
 
 class Routing(TypedDict):
-    """The jurisdictions the question names (``retrieval.routing.Route``) and whether the
+    """The jurisdictions the question names (``retrieval.parsed.Route``) and whether the
     ranking was routed to them."""
 
     jurisdictions: list[str]

@@ -29,6 +29,7 @@ from sourcepage.retrieval.settings import CandidateSettings
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
+    from sourcepage.retrieval.parsed import Parsed
     from sourcepage.retrieval.search import Searcher
 
 #: the dense index whose chunk vectors score the pages
@@ -55,10 +56,16 @@ class ChunkRerankMethod:
         return (parse_method(CHUNK_METHOD),)
 
     def rank(
-        self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
+        self,
+        searcher: Searcher,
+        method: Method,
+        query: str,
+        k: int | None,
+        filters: dict[str, list[str]],
+        parsed: Parsed | None = None,
     ) -> list[Hit]:
         depth = searcher.settings.of(self.kind).depth
-        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, depth), filters)
+        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, depth), filters, parsed)
         head, tail = base[:depth], base[depth:]
         if not head:
             return base

@@ -17,6 +17,7 @@ from sourcepage.records import Hit
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
+    from sourcepage.retrieval.parsed import Parsed
     from sourcepage.retrieval.search import Searcher
 
 
@@ -76,10 +77,16 @@ class RrfMethod:
         return ["rrf:bm25+lsa"] + (["rrf:bm25+dense"] if "dense" in bases else [])
 
     def rank(
-        self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
+        self,
+        searcher: Searcher,
+        method: Method,
+        query: str,
+        k: int | None,
+        filters: dict[str, list[str]],
+        parsed: Parsed | None = None,
     ) -> list[Hit]:
         own = searcher.settings.of(self.kind)
-        parts = [searcher.ranked(p, query, own.depth, filters) for p in method.parts]
+        parts = [searcher.ranked(p, query, own.depth, filters, parsed) for p in method.parts]
         hits = rrf(parts, searcher.index(method.parts[0]).page_order, own.k)
         return hits[:k] if k else hits
 

@@ -48,6 +48,7 @@ from sourcepage.retrieval.tokenize import content_terms
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
+    from sourcepage.retrieval.parsed import Parsed
     from sourcepage.retrieval.search import Searcher
 
 MODEL_FORMAT = 1
@@ -104,11 +105,12 @@ def candidates(
     query: str,
     filters: Mapping[str, list[str]],
     sections: bool = False,
+    parsed: Parsed | None = None,
 ) -> tuple[list[Hit], np.ndarray]:
     """The candidate pages (in RRF order, each with the chunk of its best stage) and their
     feature matrix (rows in the same order, columns ``feature_names(len(parts), sections)``)."""
     depth = searcher.settings.of("ltr").depth
-    lists = [searcher.ranked(p, query, depth, dict(filters)) for p in parts]
+    lists = [searcher.ranked(p, query, depth, dict(filters), parsed) for p in parts]
     order = searcher.index(parts[0]).page_order
     fused = rrf(lists, order, RRF_K)
     if not fused:
@@ -289,13 +291,19 @@ class LtrMethod:
         return out
 
     def rank(
-        self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
+        self,
+        searcher: Searcher,
+        method: Method,
+        query: str,
+        k: int | None,
+        filters: dict[str, list[str]],
+        parsed: Parsed | None = None,
     ) -> list[Hit]:
         parts_name = "+".join(p.name for p in method.parts)
         model = searcher.memo(
             f"ltr_model:{parts_name}", lambda: load_model(parts_name, searcher.store.path, searcher.version)
         )
-        hits, x = candidates(searcher, method.parts, query, filters, uses_sections(model))
+        hits, x = candidates(searcher, method.parts, query, filters, uses_sections(model), parsed)
         if not hits:
             return []
         out = rerank(hits, model_scores(model, x))

@@ -34,6 +34,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from sourcepage.records import Hit
+    from sourcepage.retrieval.parsed import Parsed
 
 # The registry sits below what it describes: the searcher that runs a stage and the settings
 # that configure an index both look methods up here, so naming their types would make an
@@ -146,9 +147,18 @@ class StageMethod(Protocol):
     def examples(self, bases: Sequence[str]) -> list[str]: ...
 
     def rank(
-        self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
+        self,
+        searcher: Searcher,
+        method: Method,
+        query: str,
+        k: int | None,
+        filters: dict[str, list[str]],
+        parsed: Parsed | None = None,
     ) -> list[Hit]:
-        """Ranked pages (unique, rank 1..n) for ``query``."""
+        """Ranked pages (unique, rank 1..n) for ``query``. ``parsed``: the question's route
+        and cited provisions as the search parsed them (``retrieval.parsed``), to read
+        instead of parsing ``query`` again and to hand to the methods it ranks through
+        (None: parse ``query`` where needed)."""
 
 
 # kind → ("module:attribute", grammar); the module is imported on first use

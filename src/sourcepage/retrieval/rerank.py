@@ -31,6 +31,7 @@ from sourcepage.store.db import Store
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
+    from sourcepage.retrieval.parsed import Parsed
     from sourcepage.retrieval.search import Searcher
 
 #: how many of the base method's top pages are rescored
@@ -125,10 +126,16 @@ class RerankMethod:
         return ["rerank:bm25"] + (["rerank:rrf:bm25+dense"] if "dense" in bases else [])
 
     def rank(
-        self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
+        self,
+        searcher: Searcher,
+        method: Method,
+        query: str,
+        k: int | None,
+        filters: dict[str, list[str]],
+        parsed: Parsed | None = None,
     ) -> list[Hit]:
         depth = searcher.settings.of(self.kind).depth
-        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, depth), filters)
+        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, depth), filters, parsed)
         hits = rerank(searcher.store, searcher.version, query, base, depth, table=searcher.sentence_table())
         return hits[:k] if k else hits
 

@@ -33,6 +33,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from sourcepage.records import Document, Hit, renumber
+from sourcepage.retrieval.parsed import Parsed, Route
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
@@ -84,36 +85,6 @@ _GENERIC = {
     "code",
     "european",
 }
-
-
-@dataclass(frozen=True)
-class Route:
-    """What a question names: covered jurisdictions (manifest codes), the names matched,
-    countries named that the corpus does not cover, and the question without the names."""
-
-    jurisdictions: tuple[str, ...]
-    matched: tuple[str, ...]
-    uncovered: tuple[str, ...]
-    query: str
-    #: the distinct sets of jurisdictions the matched names admit, in question order
-    #: ("OSHA" → US, "the NSW code" → AU-NSW, "in Australia" → AU and AU-NSW)
-    groups: tuple[tuple[str, ...], ...] = ()
-
-    @property
-    def compares(self) -> bool:
-        """The question names jurisdictions to compare: two of its groups share none
-        ("OSHA" and "HSE"; "WorkSafe WA" and "Safe Work Australia"). "Safe Work Australia"
-        beside "Australia" is one place named twice, not a comparison."""
-        return any(not set(a) & set(b) for i, a in enumerate(self.groups) for b in self.groups[i + 1 :])
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "jurisdictions": list(self.jurisdictions),
-            "matched": list(self.matched),
-            "uncovered": list(self.uncovered),
-            "compares": self.compares,
-            "groups": [list(g) for g in self.groups],
-        }
 
 
 def country(code: str) -> str:
@@ -289,22 +260,29 @@ class RouteMethod:
         return ["route:bm25"] + (["route:rrf:bm25+dense"] if "dense" in bases else [])
 
     def rank(
-        self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
+        self,
+        searcher: Searcher,
+        method: Method,
+        query: str,
+        k: int | None,
+        filters: dict[str, list[str]],
+        parsed: Parsed | None = None,
     ) -> list[Hit]:
-        r = router(searcher).route(query)
+        """``parsed.route`` when the search routed the question already (``Query``), else
+        the route of ``query``; ``parsed`` goes on to the base."""
+        r = parsed.route if parsed is not None and parsed.route is not None else router(searcher).route(query)
+        base = method.parts[0]
         if not r.jurisdictions or "jurisdiction" in filters:
-            return searcher.ranked(method.parts[0], query, k, filters)
+            return searcher.ranked(base, query, k, filters, parsed)
         if r.compares:  # each side ranked on its own pages, the rankings merged by score
             return merge_sides(
                 [
-                    searcher.ranked(method.parts[0], r.query, k, {**filters, "jurisdiction": list(g)})
+                    searcher.ranked(base, r.query, k, {**filters, "jurisdiction": list(g)}, parsed)
                     for g in r.groups
                 ],
                 k,
             )
-        return searcher.ranked(
-            method.parts[0], r.query, k, {**filters, "jurisdiction": list(r.jurisdictions)}
-        )
+        return searcher.ranked(base, r.query, k, {**filters, "jurisdiction": list(r.jurisdictions)}, parsed)
 
 
 def merge_sides(rankings: Sequence[Sequence[Hit]], k: int | None) -> list[Hit]:

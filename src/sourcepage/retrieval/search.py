@@ -21,6 +21,7 @@ from sourcepage.records import Document, Hit, Ranking, parse_page_id
 from sourcepage.retrieval.filters import (
     Filters,
     check_filters,
+    heading_test,
     matches,
     page_filters,
     section_test,
@@ -28,6 +29,7 @@ from sourcepage.retrieval.filters import (
 from sourcepage.retrieval.index import IndexDamaged, IndexMissing, LoadedIndex, build_index, load_index
 from sourcepage.retrieval.methods import Method, parse_method
 from sourcepage.retrieval.pages import collapse, collapse_top, contents_last, navigation_question
+from sourcepage.retrieval.parsed import Parsed
 from sourcepage.retrieval.settings import IndexSettings
 from sourcepage.store.db import Store
 from sourcepage.text.sentences import quote_text, running_lines
@@ -67,7 +69,7 @@ class Searcher:
         self._contents: set[str] | None = None
         self._structure: dict[str, tuple[str, str, str]] | None = None
         self._paths: dict[str, tuple[str, ...]] = {}  # page id → its heading paths (page_sections)
-        self._section_masks: dict[tuple[int, tuple[str, ...]], np.ndarray] = {}  # _section_pages
+        self._section_masks: dict[tuple[Any, ...], np.ndarray] = {}  # _page_mask
         self.documents: Mapping[str, Document] = self.store.document_map()  # read on demand
         self._fingerprint: str | None = None
         self._indexes: dict[str, LoadedIndex] = {}
@@ -145,10 +147,16 @@ class Searcher:
             self._indexes[method.index_key] = idx
             return idx
 
-    def _mask(self, idx: LoadedIndex, filters: dict[str, list[str]]) -> np.ndarray | None:
+    def _mask(
+        self,
+        idx: LoadedIndex,
+        filters: dict[str, list[str]],
+        cited: tuple[tuple[str, str], ...] | None = None,
+    ) -> np.ndarray | None:
         """Which chunks the filters keep (None: all): those of documents that pass the
-        document filters and, with a ``section`` filter, of pages whose headings hold it."""
-        if not filters:
+        document filters and, with a ``section`` filter, of pages whose headings hold it;
+        with ``cited`` (``Parsed.under_cited``), of pages under one of those provisions."""
+        if not filters and cited is None:
             return None
         ok = np.array(
             [matches(self.documents[d], filters) if d in self.documents else False for d in idx.doc_ids],
@@ -156,17 +164,22 @@ class Searcher:
         )
         mask = ok[idx.chunk_docs]
         if values := page_filters(filters).get("section"):
-            mask &= self._section_pages(idx, tuple(values))[idx.chunk_pages]
+            mask &= self._page_mask(idx, ("section", *values), lambda: section_test(values))[idx.chunk_pages]
+        if cited is not None:
+            mask &= self._page_mask(idx, ("cited", *cited), lambda: heading_test(cited))[idx.chunk_pages]
         return mask
 
-    def _section_pages(self, idx: LoadedIndex, values: tuple[str, ...]) -> np.ndarray:
-        """Which of the index's pages a ``section`` filter keeps (kept for the last 32 filters:
-        a cited provision is asked of the same store again and again)."""
-        key = (id(idx), values)
+    def _page_mask(
+        self, idx: LoadedIndex, key: tuple[Any, ...], make: Callable[[], Callable[[tuple[str, ...]], bool]]
+    ) -> np.ndarray:
+        """Which of the index's pages a test of their heading paths keeps (``make`` gives the
+        test: a ``section`` filter's, or that of a question's cited provisions), kept for the
+        last 32 keys: a cited provision is asked of the same store again and again."""
+        key = (id(idx), *key)
         with self._lock:
             got = self._section_masks.get(key)
         if got is None or len(got) != len(idx.page_ids):
-            test = section_test(values)
+            test = make()
             got = np.array([test(self.section_paths(p)) for p in idx.page_ids])
             with self._lock:
                 if len(self._section_masks) >= 32:
@@ -175,17 +188,25 @@ class Searcher:
         return got
 
     def ranked(
-        self, method: Method, query: str, depth: int | None, filters: dict[str, list[str]]
+        self,
+        method: Method,
+        query: str,
+        depth: int | None,
+        filters: dict[str, list[str]],
+        parsed: Parsed | None = None,
     ) -> list[Hit]:
         """Ranked pages of any registered method (filters already checked): a base
         method collapses its chunk scores; a stage ranks through this searcher. Tables of
         contents follow the other pages (``contents_last``) unless the question asks where
-        something is in a document."""
+        something is in a document. ``parsed``: the question's route and cited provisions,
+        parsed once by the search (``Query.parsed``), handed to every stage; without it a
+        stage parses ``query`` itself."""
         if not method.is_base:
-            hits = method.spec.rank(self, method, query, depth, filters)  # type: ignore[union-attr]
+            hits = method.spec.rank(self, method, query, depth, filters, parsed)  # type: ignore[union-attr]
         else:
             idx = self.index(method)
-            mask = self._mask(idx, filters)
+            under = parsed.cited if parsed is not None and parsed.under_cited else None
+            mask = self._mask(idx, filters, under)
             fetch = idx.top_chunks(query)
             if fetch is not None:  # an approximate index: its top chunks only (depth None: TOP_PAGES)
                 hits = collapse_top(

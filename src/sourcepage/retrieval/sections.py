@@ -36,7 +36,7 @@ import re
 import shutil
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,6 +45,7 @@ from sourcepage.records import Hit, page_id, renumber
 from sourcepage.retrieval import bm25
 from sourcepage.retrieval.bm25 import idf as bm25_idf
 from sourcepage.retrieval.fusion import RRF_K
+from sourcepage.retrieval.parsed import Parsed
 from sourcepage.retrieval.tokenize import TokenizerConfig, tokenize
 from sourcepage.store.files import write_json
 
@@ -326,15 +327,28 @@ class SectionMethod:
         return ["sect:route:bm25"] + (["sect:route:rrf:bm25+dense"] if "dense" in bases else [])
 
     def rank(
-        self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
+        self,
+        searcher: Searcher,
+        method: Method,
+        query: str,
+        k: int | None,
+        filters: dict[str, list[str]],
+        parsed: Parsed | None = None,
     ) -> list[Hit]:
+        """The base ranking reordered (``section_rank``), the pages of the provisions the
+        question cites first: ``parsed.cited`` when the search parsed them (``Query``),
+        else those of ``query``; the base ranks their pages with them as parsed."""
         own = searcher.settings.of(self.kind)
-        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, own.depth), filters)
+        depth = None if k is None else max(k, own.depth)
+        base = searcher.ranked(method.parts[0], query, depth, filters, parsed)
         hits = section_rank(searcher, query, base, own)
-        cited = cited_sections(query)
-        if cited and "section" not in filters:  # the pages of a provision the question cites
-            within = {**filters, "section": [f"{kind} {num}" for kind, num in cited]}
-            hits = cited_first(hits, searcher.ranked(method.parts[0], query, own.depth, within))
+        if parsed is None:
+            parsed = Parsed(None, tuple(cited_sections(query)))
+        # the pages of a provision the question cites (not under a section filter, nor inside
+        # the ranking of such pages itself)
+        if parsed.cited and "section" not in filters and not parsed.under_cited:
+            within = replace(parsed, under_cited=True)
+            hits = cited_first(hits, searcher.ranked(method.parts[0], query, own.depth, filters, within))
         return hits[:k] if k else hits
 
 

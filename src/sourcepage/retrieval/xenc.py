@@ -39,6 +39,7 @@ WORKERS = min(2, os.cpu_count() or 1)
 
 if TYPE_CHECKING:
     from sourcepage.retrieval.methods import Method
+    from sourcepage.retrieval.parsed import Parsed
     from sourcepage.retrieval.search import Searcher
 
 
@@ -132,10 +133,18 @@ class XencMethod:
         return ["xenc:bm25"] + (["xenc:sect:route:rrf:bm25+dense"] if "dense" in bases else [])
 
     def rank(
-        self, searcher: Searcher, method: Method, query: str, k: int | None, filters: dict[str, list[str]]
+        self,
+        searcher: Searcher,
+        method: Method,
+        query: str,
+        k: int | None,
+        filters: dict[str, list[str]],
+        parsed: Parsed | None = None,
     ) -> list[Hit]:
         own: XencSettings = searcher.settings.of(self.kind)
-        base = searcher.ranked(method.parts[0], query, None if k is None else max(k, own.pages), filters)
+        base = searcher.ranked(
+            method.parts[0], query, None if k is None else max(k, own.pages), filters, parsed
+        )
         logits = page_logits(searcher, query, base[: own.pages], own)
         hits = blend(base, logits, own)
         return hits[:k] if k else hits

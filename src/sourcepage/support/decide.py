@@ -29,7 +29,8 @@ from typing import Any
 
 from sourcepage.query import PageHit, Query
 from sourcepage.records import Decision, Document
-from sourcepage.retrieval.routing import Route, legal_jurisdiction
+from sourcepage.retrieval.parsed import Route
+from sourcepage.retrieval.routing import legal_jurisdiction
 from sourcepage.support.check import check_answer
 from sourcepage.support.features import FEATURE_WORDS
 from sourcepage.support.policy import Policy
