@@ -46,3 +46,14 @@ def test_concurrent_makers_share_the_first_value_kept(safety_store: Path) -> Non
     for t in threads:
         t.join()
     assert len(got) == 4 and all(g is got[0] for g in got)
+
+
+def test_ltr_keeps_its_page_features_in_the_memo(safety_store: Path) -> None:
+    """``ltr:``'s page features (content words, contents and low-text flags) are a declared
+    memo value, made once, not an attribute the stage sets on the searcher."""
+    from sourcepage.retrieval.ltr import _page_info
+
+    s = Searcher(safety_store, "raw")
+    info = _page_info(s)
+    assert info and _page_info(s) is info
+    assert s.memo("ltr_pages", dict) is info and not hasattr(s, "_ltr_pages")

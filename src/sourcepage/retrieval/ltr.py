@@ -82,21 +82,23 @@ def _section_columns(searcher: Searcher, query: str, pages: list[str]) -> list[n
 
 
 def _page_info(searcher: Searcher) -> dict[str, tuple[frozenset[str], int, int]]:
-    """page id → (content words of its raw text, contents flag, low-text flag), once per searcher."""
-    cached = getattr(searcher, "_ltr_pages", None)
-    if cached is None:
+    """page id → (content words of its raw text, contents flag, low-text flag), once per
+    searcher (``Searcher.memo``)."""
+
+    def make() -> dict[str, tuple[frozenset[str], int, int]]:
         flags = {(r["doc_id"], r["page_no"]): r for r in searcher.store.page_rows()}
-        cached = {}
+        out = {}
         for doc_id in searcher.documents:
             for n, text in enumerate(searcher.store.page_texts(doc_id, "raw"), 1):
                 row = flags.get((doc_id, n), {})
-                cached[page_id(doc_id, n)] = (
+                out[page_id(doc_id, n)] = (
                     frozenset(content_terms(text)),
                     int(row.get("contents_page", 0)),
                     int(row.get("low_text_300", 0)),
                 )
-        searcher._ltr_pages = cached  # type: ignore[attr-defined]
-    return cached
+        return out
+
+    return searcher.memo("ltr_pages", make)
 
 
 def candidates(

@@ -40,9 +40,17 @@ T = TypeVar("T")
 
 #: what the stages keep per searcher (``Searcher.memo``), declared here: routing's router,
 #: ``sect:``'s heading terms, heading idf and section indexes (of pages, of spans), and
-#: ``ltr:``'s model of each part list (``ltr_model:<parts>``)
+#: ``ltr:``'s model of each part list (``ltr_model:<parts>``) and its pages' features
 MEMO_KEYS = frozenset(
-    {"router", "heading_terms", "heading_idf", "section_index", "section_index_spans", "ltr_model"}
+    {
+        "router",
+        "heading_terms",
+        "heading_idf",
+        "section_index",
+        "section_index_spans",
+        "ltr_model",
+        "ltr_pages",
+    }
 )
 
 
