@@ -179,3 +179,36 @@ def test_the_bm25_ceiling_uses_the_configured_k1(safety_store: Path) -> None:
         shares[k1] = f["sparse_share"]
         s.store.close()
     assert not math.isclose(shares[1.5], shares[0.9])
+
+
+def test_a_plug_in_stage_without_the_parsed_question_still_ranks(safety_store: Path) -> None:
+    """A stage registered with the five-argument ``rank`` of before ``parsed`` (a plug-in)
+    is called without it and ranks through the searcher as before."""
+    from sourcepage.retrieval import methods
+    from sourcepage.retrieval.fusion import RrfSettings as Settings
+
+    calls: list[str] = []
+
+    class Reverse:
+        kind, grammar, arity, settings_type = "reverse", "reverse:<base>", "one", Settings
+        summary = "the base upside down"
+
+        def examples(self, bases: list[str]) -> list[str]:
+            return ["reverse:bm25"]
+
+        def rank(self, searcher, method, query, k, filters):  # type: ignore[no-untyped-def]
+            calls.append(query)
+            hits = searcher.ranked(method.parts[0], query, k, filters)
+            return [dataclasses.replace(h, rank=i + 1) for i, h in enumerate(reversed(hits))]
+
+    methods.register(Reverse())
+    try:
+        s = Searcher(safety_store)
+        base = s.ranked(parse_method("bm25"), "lockout devices", 5, {})
+        parsed = Query.parse("lockout devices").parsed
+        got = s.ranked(parse_method("reverse:bm25"), "lockout devices", 5, {}, parsed=parsed)
+        assert calls == ["lockout devices"]
+        assert [h.page_id for h in got] == [h.page_id for h in reversed(base)]
+    finally:
+        methods._LOADED.pop("reverse", None)
+        methods._BUILTIN.pop("reverse", None)
