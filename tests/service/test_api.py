@@ -17,6 +17,7 @@ from service_client import LocalClient
 from sourcepage import api
 from sourcepage.evaluation.questions import read_questions
 from sourcepage.labels import reviews as review
+from sourcepage.pipeline import SearchService
 from sourcepage.service import app as service
 from sourcepage.service import pages
 from sourcepage.service.app import create_app, segments
@@ -69,6 +70,32 @@ def test_search_returns_exactly_api_search(client: TestClient, fresh_store: Path
     assert all(isinstance(x, str) and x for x in body["reasons"])
     direct = api.search(LOCKBOX, fresh_store, k=5, version="raw")
     assert _strip_timing(body) == _strip_timing(json.loads(json.dumps(direct)))
+
+
+def test_the_handler_calls_the_pipeline_itself(
+    client: TestClient, fresh_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """POST /search and the search page hand the validated body to the pipeline's entry
+    (``SearchService.search`` of the store's cached service), then to the desk: no façade
+    call re-packs it on the way (issue 48)."""
+    seen: list[tuple] = []
+    real = SearchService.search
+
+    def spy(self: SearchService, *a, **k):
+        seen.append((a, k))
+        return real(self, *a, **k)
+
+    def facade(*a, **k):
+        raise AssertionError("the web path went through api.search")
+
+    monkeypatch.setattr(api, "search", facade)
+    monkeypatch.setattr(SearchService, "search", spy)
+    body = {"question": LOCKBOX, "method": "bm25", "k": 5, "filters": {"topic": ["loto"]}}
+    r = client.post("/search", json=body)
+    assert r.status_code == 200 and r.json()["k"] == 5
+    assert seen == [((LOCKBOX, "bm25", 5, {"topic": ["loto"]}), {"log": False})]
+    assert client.get("/", params={"q": LOCKBOX, "method": "bm25"}).status_code == 200
+    assert len(seen) == 2
 
 
 def test_search_defaults_and_other_methods(client: TestClient) -> None:
@@ -411,7 +438,7 @@ def test_internal_errors_hide_details(
     def boom(*a, **k):
         raise KeyError("secret-detail-from-inside")
 
-    monkeypatch.setattr(api, "search", boom)
+    monkeypatch.setattr(SearchService, "search", boom)
     with caplog.at_level(logging.ERROR, logger="sourcepage.service"):
         r = client.post("/search", json={"question": "lock"})
     assert r.status_code == 500

@@ -1,5 +1,6 @@
-"""Search: ``POST /search`` (spec §5, exactly :func:`sourcepage.api.search`'s dict) and
-the HTML search page ``/``.
+"""Search: ``POST /search`` (spec §5, exactly :func:`sourcepage.api.search`'s dict: the
+pipeline's ``SearchService.search`` on the store's cached service, then the reviewer's
+desk, ``labels.referrals.attach``) and the HTML search page ``/``.
 
 Searches run concurrently: the Searcher serialises its own index loading, and the store
 connection it reads is safe to share (``Store.read_only``). A request never builds an
@@ -11,6 +12,8 @@ asks with ``"log": true``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -22,6 +25,7 @@ from pydantic import BaseModel, Field, StringConstraints
 from sourcepage import api
 from sourcepage.corpus.fields import NAMED_FIELDS, field_choices
 from sourcepage.labels import referrals
+from sourcepage.pipeline import SearchService
 from sourcepage.records import TEXT_VERSIONS, Document
 from sourcepage.response import SearchResponse
 from sourcepage.retrieval.filters import PAGE_KEYS
@@ -59,32 +63,13 @@ class SearchBody(BaseModel):
     )
 
 
-def run_search(
-    store: Path,
-    question: str,
-    method: str,
-    k: int,
-    version: str,
-    filters: dict[str, Any],
-    log_answer: bool = False,
-    refer: bool = True,
-) -> dict:
-    """api.search, its errors as HTTP: what the asker got wrong (``api.InvalidSearch``: an
+@contextmanager
+def search_errors() -> Iterator[None]:
+    """A search's errors as HTTP: what the asker got wrong (``api.InvalidSearch``: an
     empty question, an unknown method, a bad filter) 422 with the reason, a missing index
-    409, a model not available here 503. ``refer=False``: the label log is not written (a
-    GET's search)."""
+    409, a model not available here 503."""
     try:
-        return api.search(
-            question,
-            store,
-            method=method,
-            k=k,
-            version=version,
-            filters=filters,
-            log=log_answer,
-            build=False,
-            refer=refer,
-        )
+        yield
     except api.InvalidSearch as e:
         raise HTTPException(422, str(e)) from None
     except IndexMissing as e:
@@ -103,11 +88,14 @@ def run_search(
 def search(request: Request, body: SearchBody, store: StorePath) -> JSONResponse:
     if body.log:  # appending to answers.jsonl is a write
         writer(request)
+    with search_errors():
+        svc: SearchService = api.service(store, body.text_version, build=False)
+        out = svc.search(body.question, body.method, body.k, body.filters, log=body.log)
+        # a review is referred to the desk; a reviewed answer is attached
+        res = referrals.attach(store, dict(out))
     # the dict is JSON already: answered as it is, without FastAPI re-encoding and
     # re-validating it (~1.5 ms a request)
-    return JSONResponse(
-        run_search(store, body.question, body.method, body.k, body.text_version, body.filters, body.log)
-    )
+    return JSONResponse(res)
 
 
 # --------------------------------------------------------------------------- the search page
@@ -139,10 +127,12 @@ def ui_search(store: Path, p: dict[str, Any], refer: bool = False) -> tuple[dict
     if not p["q"].strip():
         return None, ""
     try:
-        res = run_search(store, p["q"], p["method"], p["k"], p["version"], p["filters"], refer=refer)
+        with search_errors():
+            svc: SearchService = api.service(store, p["version"], build=False)
+            out = svc.search(p["q"], p["method"], p["k"], p["filters"])
+            return referrals.attach(store, dict(out), write=refer), ""
     except HTTPException as e:
         return None, str(e.detail)
-    return (res if refer else referrals.attach(store, res, write=False)), ""
 
 
 def facet_values(ds: list[Document]) -> dict[str, list[str]]:
