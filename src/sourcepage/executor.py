@@ -1,35 +1,29 @@
 """Where independent jobs run: in this process, or in a pool of worker processes.
 
-An executor has one method, ``map(fn, items) -> list``: the results of ``fn`` over
-``items``, in the order of ``items``. Ingest extracts documents through one, and
-``retrieval.index.build_indexes`` builds indexes through one; both give the same
-results whichever executor runs them.
+An executor has ``map(fn, items) -> list``, the results in the order of ``items``, and
+``imap``, the same each as it comes while the later jobs run. Ingest extracts documents
+and ``retrieval.index`` builds and embeds through one; every executor gives the same results.
 
-``make_executor`` chooses by name or worker count: ``"inline"`` (or 1 worker) runs the
-jobs one after another in this process; ``"process"`` (or N > 1 workers) runs them in N
-spawned processes (``"process:N"``; ``"process"`` alone uses every core). A process
-pool needs ``fn`` to be a module-level function and ``items`` and the results to be
-picklable; it is started on the first ``map`` that has work, and reused until
-``close``. An exception in a job is raised by ``map`` (catch inside ``fn`` to keep the
-other results).
+``make_executor`` chooses by name or worker count: ``"inline"`` (or 1 worker) runs the jobs
+in this process; ``"process"`` (or N > 1 workers) in N spawned processes (``"process:N"``;
+alone, one a core), started on first use and reused until ``close``: ``fn`` must be a
+module-level function, ``items`` and results picklable. A job's exception is raised by
+``map`` (catch inside ``fn`` to keep the other results).
 
 ``"ray"`` runs the jobs as Ray tasks (:class:`RayExecutor`) on a local, loopback-only Ray
-started for this executor; ``"ray:ADDRESS"`` joins a running cluster (whose nodes must
-have sourcepage installed and see the same paths: stores and corpora are passed by
-path). Ray is imported only then; without it, ``make_executor`` says how to install it.
+started for this executor; ``"ray:ADDRESS"`` joins a running cluster (whose nodes have
+sourcepage installed and see the same paths). Ray is imported only then.
 
 :class:`LimitedPool` runs jobs on untrusted input (a PDF to extract, a page to render)
-in worker processes under :class:`~sourcepage.limits.Limits`: an address-space limit
-(``RLIMIT_AS``) and a wall-time limit per job. A job that breaks one ends its worker
-(the next job gets a new one) and gives :class:`~sourcepage.limits.LimitExceeded`;
-``settle`` returns every job's result or exception, so one bad document does not sink
-the others. Its workers are forked from a forkserver (a clean, single-threaded process,
-started once per process), so a new worker costs tens of milliseconds.
+in worker processes under :class:`~sourcepage.limits.Limits` (``RLIMIT_AS`` and a wall
+time per job). A job that breaks one ends its worker and gives
+:class:`~sourcepage.limits.LimitExceeded`; ``settle`` returns every job's result or
+exception, so one bad document does not sink the others. Its workers are forked from a
+forkserver (clean, single-threaded, started once per process): tens of milliseconds each.
 
-Every worker of either pool dies with the process that started it
-(:func:`die_with_parent`), and a program a worker runs (``tesseract``) dies with the
-worker (:func:`child_dies_with_parent`): a killed ``ingest --workers 2`` leaves no
-process behind, and neither does a worker stopped at its time limit.
+Every worker of either pool dies with the process that started it (:func:`die_with_parent`),
+and a program a worker runs (``tesseract``) dies with the worker
+(:func:`child_dies_with_parent`): a killed ``ingest --workers 2`` leaves no process behind.
 """
 
 from __future__ import annotations
@@ -67,8 +61,7 @@ __all__ = [
 
 
 class Executor(Protocol):
-    """Runs ``fn`` over ``items``; results in the order of ``items`` (``imap``: each as it
-    comes, the later jobs running meanwhile)."""
+    """Runs ``fn`` over ``items``; results in the order of ``items`` (``imap``: as they come)."""
 
     workers: int
 
@@ -86,7 +79,7 @@ class InProcess:
     workers = 1
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-        return [fn(x) for x in items]
+        return list(self.imap(fn, items))
 
     def imap(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         return map(fn, list(items))
@@ -102,8 +95,7 @@ class InProcess:
 
 
 class ProcessPool:
-    """Jobs spread over ``workers`` spawned processes (no fork: torch and BLAS threads
-    may already run in this one)."""
+    """Jobs over ``workers`` spawned processes (no fork: torch and BLAS threads may run here)."""
 
     name = "process"
 
@@ -115,9 +107,8 @@ class ProcessPool:
         return list(self.imap(fn, items))
 
     def imap(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        """The results of ``fn`` over ``items`` in their order, each as soon as it and those
-        before it are done: every job is queued at once, so the workers go on while the
-        caller handles a result (``map`` waits for all)."""
+        """``map``'s results, each as it comes: every job is queued at once, so the workers go
+        on while the caller handles a result."""
         items = list(items)
         if not items:
             return iter(())
@@ -128,8 +119,7 @@ class ProcessPool:
         return self._pool.map(fn, items)
 
     def close(self) -> None:
-        """Stop the workers; jobs of an ``imap`` not yet started are dropped (an interrupted
-        build stops at once instead of running its queue out)."""
+        """Stop the workers, dropping the jobs not started (an interrupted build stops at once)."""
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
@@ -188,15 +178,11 @@ class RayExecutor:
         self._task = ray.remote(num_cpus=1, max_retries=0)(_apply)
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-        items = list(items)
-        if not items:
-            return []
         refs = [self._task.remote(fn, x) for x in items]
-        return self._get(refs)
+        return self._get(refs) if refs else []
 
     def imap(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        refs = [self._task.remote(fn, x) for x in items]
-        return (self._get(ref) for ref in refs)
+        return (self._get(ref) for ref in [self._task.remote(fn, x) for x in items])
 
     def _get(self, refs: Any) -> Any:
         try:
@@ -494,8 +480,7 @@ class LimitedPool:
         return results  # type: ignore[return-value]
 
     def imap(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        """``map``'s results (every job settled first: a job's limits are checked as a whole)."""
-        return iter(self.map(fn, items))
+        return iter(self.map(fn, items))  # every job settled first
 
     def close(self) -> None:
         for w in self._idle:

