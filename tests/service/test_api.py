@@ -72,30 +72,32 @@ def test_search_returns_exactly_api_search(client: TestClient, fresh_store: Path
     assert _strip_timing(body) == _strip_timing(json.loads(json.dumps(direct)))
 
 
-def test_the_handler_calls_the_pipeline_itself(
+def test_the_web_path_is_one_api_search(
     client: TestClient, fresh_store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """POST /search and the search page hand the validated body to the pipeline's entry
-    (``SearchService.search`` of the store's cached service), then to the desk: no façade
-    call re-packs it on the way (issue 48)."""
-    seen: list[tuple] = []
-    real = SearchService.search
+    """POST /search and the search page make one ``api.search`` call with the validated
+    body's fields (the pipeline, then the desk, composed in one place), then the pipeline's
+    entry once: nothing on the web path searches or refers again."""
+    calls: list[tuple] = []
+    entries: list[str] = []
+    facade, entry = api.search, SearchService.search
 
-    def spy(self: SearchService, *a, **k):
-        seen.append((a, k))
-        return real(self, *a, **k)
+    def spy(*a, **k):
+        calls.append((a[0], k["method"], k["k"], k["filters"], k["build"]))
+        return facade(*a, **k)
 
-    def facade(*a, **k):
-        raise AssertionError("the web path went through api.search")
+    def pipeline(self: SearchService, question: str, *a, **k):
+        entries.append(question)
+        return entry(self, question, *a, **k)
 
-    monkeypatch.setattr(api, "search", facade)
-    monkeypatch.setattr(SearchService, "search", spy)
+    monkeypatch.setattr(api, "search", spy)
+    monkeypatch.setattr(SearchService, "search", pipeline)
     body = {"question": LOCKBOX, "method": "bm25", "k": 5, "filters": {"topic": ["loto"]}}
     r = client.post("/search", json=body)
     assert r.status_code == 200 and r.json()["k"] == 5
-    assert seen == [((LOCKBOX, "bm25", 5, {"topic": ["loto"]}), {"log": False})]
+    assert calls == [(LOCKBOX, "bm25", 5, {"topic": ["loto"]}, False)] and entries == [LOCKBOX]
     assert client.get("/", params={"q": LOCKBOX, "method": "bm25"}).status_code == 200
-    assert len(seen) == 2
+    assert len(calls) == 2 and entries == [LOCKBOX, LOCKBOX]
 
 
 def test_search_defaults_and_other_methods(client: TestClient) -> None:

@@ -1,6 +1,6 @@
 """Search: ``POST /search`` (spec §5, exactly :func:`sourcepage.api.search`'s dict: the
 pipeline's ``SearchService.search`` on the store's cached service, then the reviewer's
-desk, ``labels.referrals.attach``) and the HTML search page ``/``.
+desk) and the HTML search page ``/``.
 
 Searches run concurrently: the Searcher serialises its own index loading, and the store
 connection it reads is safe to share (``Store.read_only``). A request never builds an
@@ -25,7 +25,6 @@ from pydantic import BaseModel, Field, StringConstraints
 from sourcepage import api
 from sourcepage.corpus.fields import NAMED_FIELDS, field_choices
 from sourcepage.labels import referrals
-from sourcepage.pipeline import SearchService
 from sourcepage.records import TEXT_VERSIONS, Document
 from sourcepage.response import SearchResponse
 from sourcepage.retrieval.filters import PAGE_KEYS
@@ -88,11 +87,17 @@ def search_errors() -> Iterator[None]:
 def search(request: Request, body: SearchBody, store: StorePath) -> JSONResponse:
     if body.log:  # appending to answers.jsonl is a write
         writer(request)
-    with search_errors():
-        svc: SearchService = api.service(store, body.text_version, build=False)
-        out = svc.search(body.question, body.method, body.k, body.filters, log=body.log)
-        # a review is referred to the desk; a reviewed answer is attached
-        res = referrals.attach(store, dict(out))
+    with search_errors():  # the pipeline's search, then the desk (``api.search``)
+        res = api.search(
+            body.question,
+            store,
+            method=body.method,
+            k=body.k,
+            version=body.text_version,
+            filters=body.filters,
+            log=body.log,
+            build=False,
+        )
     # the dict is JSON already: answered as it is, without FastAPI re-encoding and
     # re-validating it (~1.5 ms a request)
     return JSONResponse(res)
@@ -128,11 +133,19 @@ def ui_search(store: Path, p: dict[str, Any], refer: bool = False) -> tuple[dict
         return None, ""
     try:
         with search_errors():
-            svc: SearchService = api.service(store, p["version"], build=False)
-            out = svc.search(p["q"], p["method"], p["k"], p["filters"])
-            return referrals.attach(store, dict(out), write=refer), ""
+            res = api.search(
+                p["q"],
+                store,
+                method=p["method"],
+                k=p["k"],
+                version=p["version"],
+                filters=p["filters"],
+                build=False,
+                refer=refer,
+            )
     except HTTPException as e:
         return None, str(e.detail)
+    return (res if refer else referrals.attach(store, dict(res), write=False)), ""
 
 
 def facet_values(ds: list[Document]) -> dict[str, list[str]]:
