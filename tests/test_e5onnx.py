@@ -236,7 +236,7 @@ def test_a_tables_runs_hold_one_length_and_keep_the_vectors(onnx: object, real_s
     the texts sorted by length)."""
     from sourcepage.retrieval.e5onnx import PASSAGE_PREFIX, TABLE_RUN
 
-    texts = real_sentences[:120]
+    texts = real_sentences[:48]
     alone = onnx.encode(texts, PASSAGE_PREFIX, threads=1)
     widths: list[tuple[int, int]] = []
     means = onnx._means
