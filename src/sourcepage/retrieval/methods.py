@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,9 +179,36 @@ _LOADED: dict[str, BaseMethod | StageMethod] = {}
 
 
 def register(obj: BaseMethod | StageMethod) -> None:
-    """Register a method object under its ``kind`` (a plug-in's one call)."""
+    """Register a method object under its ``kind`` (a plug-in's one call). A stage whose
+    ``rank`` predates ``parsed`` (five arguments) is registered behind ``_Unparsed``."""
+    if hasattr(obj, "arity") and not _takes_parsed(obj.rank):  # type: ignore[union-attr]
+        obj = _Unparsed(obj)  # type: ignore[arg-type]
     _LOADED[obj.kind] = obj
     _BUILTIN.setdefault(obj.kind, ("", obj.grammar))
+
+
+def _takes_parsed(rank: Any) -> bool:
+    try:
+        params = inspect.signature(rank).parameters
+    except (TypeError, ValueError):
+        return True
+    return "parsed" in params or any(p.kind is p.VAR_POSITIONAL for p in params.values())
+
+
+class _Unparsed:
+    """A plug-in stage written for the five-argument ``rank``: it is called without the
+    parsed question and parses the text itself, as it always did."""
+
+    def __init__(self, stage: StageMethod):
+        self._stage = stage
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stage, name)
+
+    def rank(
+        self, searcher: Searcher, method: Method, query: str, k: int | None, filters: Any, parsed: Any = None
+    ) -> Any:
+        return self._stage.rank(searcher, method, query, k, filters)  # type: ignore[call-arg]
 
 
 def kinds() -> list[str]:

@@ -7,7 +7,6 @@ index raises IndexMissing (naming the command to run).
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import threading
@@ -211,11 +210,7 @@ class Searcher:
         parsed once by the search (``Query.parsed``), handed to every stage; without it a
         stage parses ``query`` itself."""
         if not method.is_base:
-            rank = method.spec.rank  # type: ignore[union-attr]
-            if _takes_parsed(rank):
-                hits = rank(self, method, query, depth, filters, parsed)
-            else:  # a plug-in stage written before ``parsed``: it parses the text itself
-                hits = rank(self, method, query, depth, filters)
+            hits = method.spec.rank(self, method, query, depth, filters, parsed)  # type: ignore[union-attr]
         else:
             idx = self.index(method)
             under = parsed.cited if parsed is not None and parsed.under_cited else None
@@ -344,13 +339,3 @@ class Searcher:
 
     def passage(self, chunk_id: str) -> str:
         return self.store.chunk_text(self.version, chunk_id)
-
-
-def _takes_parsed(rank: Callable[..., Any]) -> bool:
-    """Whether a stage's ``rank`` takes the parsed question (every built-in stage does; a
-    registered plug-in written for the five-argument interface keeps working)."""
-    try:
-        params = inspect.signature(rank).parameters
-    except (TypeError, ValueError):
-        return True
-    return "parsed" in params or any(p.kind is p.VAR_POSITIONAL for p in params.values())
