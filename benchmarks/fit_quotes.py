@@ -63,7 +63,7 @@ def collect(store: Path, questions: Path, partial: Path | None = None) -> list[d
     for i, q in enumerate(read_questions(questions), 1):
         if q.id in done:
             continue
-        r = svc.search(q.question, k=10)
+        r = svc.respond(q.question, k=10)
         sup = r["support"] or {}
         feats = sup.get("features") or {}
         blocked = (

@@ -28,7 +28,7 @@ def main() -> None:
     s = svc.searcher
     n = multi = found = differ = 0
     for q in read_questions(a.questions):
-        res = svc.search(q.question, k=10, answer=True, log=False)
+        res = svc.respond(q.question, k=10, answer=True, log=False)
         for quote in (res.get("answer") or {}).get("quotes", []):
             n += 1
             differ += quote["section"] != s.page_section(quote["page"])[0]

@@ -1,7 +1,7 @@
 """eval measures what search decides: for every question of the osha6 dev split,
 ``sourcepage eval``'s per_question.jsonl row (decision, P(supported), quote ids, the
 pages returned) equals what ``sourcepage search --json`` prints for the same store and
-method, after rounding to 1e-6 (both through ``pipeline.SearchService.search``; before
+method, after rounding to 1e-6 (both through ``pipeline.SearchService.respond``; before
 the one pipeline they differed on 6 of these 32 questions).
 
 Both sides run e5-small through the same runtime (``SOURCEPAGE_E5=fp32``, eval's; a CLI

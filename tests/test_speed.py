@@ -222,7 +222,7 @@ def test_a_whole_search_encodes_nothing_but_the_question(indexed_store: Path) ->
         )
     try:
         for q in list(read_questions(DEV))[:6]:
-            r = svc.search(q.question)
+            r = svc.respond(q.question)
             assert r["support"] is not None
     finally:
         for m, original in originals.items():
@@ -249,7 +249,7 @@ def test_the_decisions_question_vector_is_encoded_beside_the_ranking(indexed_sto
     question_vector.cache_clear()
     try:
         for q in ("Who may remove a lockout device?", "How often must energy procedures be inspected?"):
-            assert svc.search(q)["support"] is not None
+            assert svc.respond(q)["support"] is not None
     finally:
         object.__setattr__(dense.MODELS["e5-small"], "query", original)
     assert len(threads) == 2

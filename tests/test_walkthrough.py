@@ -108,7 +108,7 @@ def test_an_answer_quotes_what_states_it_or_goes_to_review(
     manufacturer question still ranks the manufacturers' article below the importers' and
     distributors', issue #23; their units open with another party, so no answer is given
     from them: ``support.answer.stated``.)"""
-    res = full_service.search(question, k=10)
+    res = full_service.respond(question, k=10)
     if res["decision"] != "answer":
         return  # an honest review or refusal
     expected = WALKTHROUGH[question]

@@ -1,7 +1,7 @@
 """The small public API that the CLI and the web service are thin shells over: a façade
 over the one search pipeline (``sourcepage.pipeline``), the evaluation and the store.
 
-``search`` is ``pipeline.SearchService.search`` on the cached service of a store and
+``search`` is ``pipeline.SearchService.respond`` on the cached service of a store and
 version (``service``), then the reviewer's desk: a ``review`` decision is referred and a
 reviewed answer attached (``labels.referrals``)."""
 
@@ -110,7 +110,7 @@ def search(
     the label log alone: no referral is written and no reviewed answer is looked up."""
     from sourcepage.labels.referrals import attach
 
-    out = service(store, version, build).search(question, method, k, filters, answer, log, notify, progress)
+    out = service(store, version, build).respond(question, method, k, filters, answer, log, notify, progress)
     return cast(SearchResponse, attach(store, dict(out))) if refer else out
 
 

@@ -1,6 +1,6 @@
 """The one search pipeline: Query → rank → decide → quote → answer.
 
-``SearchService.search`` is the single entry of ``sourcepage search``, the web API
+``SearchService.respond`` is the single entry of ``sourcepage search``, the web API
 (through ``api.search``), ``sourcepage eval`` (``evaluation.decisions``: the decision,
 P(supported) and quotes of every question of every run, from the run's own ranking) and
 ``benchmarks/decisions.py``; ``support.decide.Decider`` is the one decision it applies
@@ -217,7 +217,7 @@ class SearchService:
             a, b = (s.ranked(parse_method(n), question, FEATURE_DEPTH, {}, query.parsed) for n in pair)
             return feature_row(s, query, a, b, reads_xenc()), a, b
 
-    def search(
+    def respond(
         self,
         question: str,
         method: str | None = None,

@@ -80,7 +80,7 @@ def test_the_web_path_is_one_api_search(
     entry once: nothing on the web path searches or refers again."""
     calls: list[tuple] = []
     entries: list[str] = []
-    facade, entry = api.search, SearchService.search
+    facade, entry = api.search, SearchService.respond
 
     def spy(*a, **k):
         calls.append((a[0], k["method"], k["k"], k["filters"], k["build"]))
@@ -91,7 +91,7 @@ def test_the_web_path_is_one_api_search(
         return entry(self, question, *a, **k)
 
     monkeypatch.setattr(api, "search", spy)
-    monkeypatch.setattr(SearchService, "search", pipeline)
+    monkeypatch.setattr(SearchService, "respond", pipeline)
     body = {"question": LOCKBOX, "method": "bm25", "k": 5, "filters": {"topic": ["loto"]}}
     r = client.post("/search", json=body)
     assert r.status_code == 200 and r.json()["k"] == 5
@@ -440,7 +440,7 @@ def test_internal_errors_hide_details(
     def boom(*a, **k):
         raise KeyError("secret-detail-from-inside")
 
-    monkeypatch.setattr(SearchService, "search", boom)
+    monkeypatch.setattr(SearchService, "respond", boom)
     with caplog.at_level(logging.ERROR, logger="sourcepage.service"):
         r = client.post("/search", json={"question": "lock"})
     assert r.status_code == 500

@@ -1,7 +1,7 @@
 """What the search decides, for every question of every run of ``sourcepage eval``.
 
 eval does not decide by itself: each question goes through the one search pipeline
-(``pipeline.SearchService.search``, as ``sourcepage search`` runs it, with the store's
+(``pipeline.SearchService.respond``, as ``sourcepage search`` runs it, with the store's
 policy and ``k`` = ``SEARCH_K``), given the run's own ranking (and the version's other
 runs, so the policy's two methods are not ranked again). Kept per (run, question): what
 ``pipeline.outline`` reads from the response (decision, P(supported), quote ids, the
@@ -58,7 +58,7 @@ def search_runs(
         rows = out[(version, method)] = {}
         for i, q in enumerate(qs, 1):
             ranked = {m: _hits(r, q.id) for m, r in same.items()}
-            resp = svc.search(q.question, method, k=SEARCH_K, ranked=ranked)
+            resp = svc.respond(q.question, method, k=SEARCH_K, ranked=ranked)
             quotes = (resp.get("answer") or {}).get("quotes", [])
             rows[q.id] = outline(resp) | {"quotes": [x["text"] for x in quotes], "reasons": resp["reasons"]}
             if progress:

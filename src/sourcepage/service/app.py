@@ -174,7 +174,7 @@ def warm(app: FastAPI) -> None:
     try:
         svc = api.service(app.state.store, api.DEFAULT_VERSION, build=False)
         if svc.searcher.documents:
-            svc.search("warm-up", answer=True)  # loads indexes and models, touches every path
+            svc.respond("warm-up", answer=True)  # loads indexes and models, touches every path
         app.state.ready = True
     except (IndexMissing, StoreError, RuntimeError, ValueError, OSError) as e:
         app.state.warm_note = f"not loaded at start: {e}"

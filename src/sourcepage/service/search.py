@@ -1,5 +1,5 @@
 """Search: ``POST /search`` (spec §5, exactly :func:`sourcepage.api.search`'s dict: the
-pipeline's ``SearchService.search`` on the store's cached service, then the reviewer's
+pipeline's ``SearchService.respond`` on the store's cached service, then the reviewer's
 desk) and the HTML search page ``/``.
 
 Searches run concurrently: the Searcher serialises its own index loading, and the store
