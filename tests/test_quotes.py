@@ -260,8 +260,7 @@ def test_no_text_is_quoted_twice_across_quotes() -> None:
 
 
 def test_lead_role_is_the_first_role_named() -> None:
-    from sourcepage.support.select import lead_role
-    from sourcepage.text.roles import roles_in
+    from sourcepage.text.roles import lead_role, roles_in
 
     q = set(roles_in("What must the manufacturer do before placing machinery on the market?"))
     assert q == {"manufacturer"}
@@ -323,8 +322,7 @@ def test_a_quote_of_another_partys_duty_does_not_make_an_answer() -> None:
 def test_a_pcbu_is_the_employers_party() -> None:
     """Australian and New Zealand law put the employer's duties on the PCBU and call
     employees workers: a PCBU's duty is not another party's for a question about employers."""
-    from sourcepage.support.select import lead_role, role_features
-    from sourcepage.text.roles import roles_in
+    from sourcepage.text.roles import lead_role, role_features, roles_in
 
     q = set(roles_in("What must an employer do after a notifiable event?"))
     assert lead_role(roles_in("A PCBU must ensure that the regulator is notified."), q) == 1.0

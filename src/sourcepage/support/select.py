@@ -37,7 +37,7 @@ import numpy as np
 from sourcepage.query import PageHit, Query
 from sourcepage.retrieval.tokenize import content_terms, stem_terms
 from sourcepage.text.facts import states
-from sourcepage.text.roles import parties, party, roles_in
+from sourcepage.text.roles import role_features, roles_in
 from sourcepage.text.sentences import Quotable, quote_units
 
 MODEL_FILE = "quote_model.json"
@@ -105,28 +105,6 @@ _EXCEPTION_S = re.compile(
 @lru_cache(maxsize=16384)  # units and headings of the pages a search quotes recur across searches
 def _stems(text: str) -> frozenset[str]:
     return frozenset(stem_terms(content_terms(text)).values())
-
-
-def lead_role(roles: Sequence[str], q_roles: set[str]) -> float:
-    """1 when the first role a unit names (``roles_in``) is one of ``q_roles``, −1 when it
-    is another, 0 when it names none or the question names none. The actor of a duty comes
-    first ("Before placing machinery on the market, importers shall ensure … by the
-    manufacturer"): naming the asked role further on does not make it the importers' duty
-    the manufacturer's."""
-    if not q_roles or not roles:
-        return 0.0
-    return 1.0 if party(roles[0]) in parties(q_roles) else -1.0
-
-
-def role_features(named: Sequence[str], q_roles: set[str]) -> dict[str, float]:
-    """``role_match``, ``role_other`` and ``lead_role`` of a unit naming ``named`` (in text
-    order) for a question naming ``q_roles``, compared as parties (``text.roles.party``)."""
-    q, s = parties(q_roles), parties(set(named))
-    return {
-        "role_match": len(q & s) / len(q) if q else 0.0,
-        "role_other": float(bool(q) and bool(s) and not (q & s)),
-        "lead_role": lead_role(named, q_roles),
-    }
 
 
 def other_party(c: Candidate) -> bool:
