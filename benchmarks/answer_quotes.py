@@ -47,7 +47,7 @@ from sourcepage.support.check import point_covered  # noqa: E402
 def _carries(p: Passage) -> bool:
     """The passage's best unit may carry the answer: not another party's duty, no layout risk."""
     c = p.units[0]
-    return not c.risk and not S.other_party(c)
+    return not c.risk and not c.other_party
 
 
 def _best_p(p: Passage) -> float:

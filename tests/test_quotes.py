@@ -306,6 +306,7 @@ def test_a_quote_of_another_partys_duty_does_not_make_an_answer() -> None:
     featurise(q, cands)
     importers, makers = cands
     assert importers.features["lead_role"] == -1.0 and makers.features["lead_role"] == 1.0
+    assert importers.other_party and not makers.other_party
     importers.p, makers.p = 0.9, 0.3
     assert stated([importers, makers]) == 0.3
     assert stated([importers]) == 0.0

@@ -49,7 +49,6 @@ from sourcepage.support.select import (
     add_xenc,
     candidates,
     featurise,
-    other_party,
     quote_model,
     score,
 )
@@ -166,13 +165,14 @@ def _quotable(c: Candidate, chosen: Sequence[Candidate]) -> bool:
 
 def stated(quotes: Sequence[Candidate]) -> float:
     """P(the quotes state the answer), read as the best P(states) among the quotes whose page
-    is not at layout risk and that do not set out another party's duty (``other_party``: the
-    question asks about manufacturers, the unit opens with importers). Not 1 − Π(1 − p): the
+    is not at layout risk and that do not set out another party's duty
+    (``Candidate.other_party``: the question asks about manufacturers, the unit opens with
+    importers). Not 1 − Π(1 − p): the
     quotes of one answer are not independent (four near-misses from the importers' article do
     not add up to the manufacturers' duty), and with quotes as passages the best quote's p
     kept ≥ 90% precision on the dev splits at the same recall; leaving out the other
     party's units raised precision and recall there (README, ``benchmarks/fit_quotes.py``)."""
-    return max((c.p for c in quotes if not c.risk and not other_party(c)), default=0.0)
+    return max((c.p for c in quotes if not c.risk and not c.other_party), default=0.0)
 
 
 def _redundant(a: Candidate, b: Candidate) -> bool:
@@ -248,7 +248,7 @@ def _carries(u: Candidate, threshold: float) -> bool:
     """The unit may carry an answer by itself: P(states) at the threshold, or the asked value
     stated (``choose`` adds it for that), from a page not at layout risk, and not another
     party's duty."""
-    return (u.p >= threshold or _states_value(u)) and not u.risk and not other_party(u)
+    return (u.p >= threshold or _states_value(u)) and not u.risk and not u.other_party
 
 
 def carrying(quotes: Sequence[Passage], threshold: float) -> list[Passage]:
@@ -338,7 +338,7 @@ def extract_answer(
     }
     if shown and results and shown[0].units[0].page.page != results[0].page:
         out["first_quote"] = first_quote(shown[0], results, cands, best)
-    other = [c for c in chosen if not c.risk and other_party(c) and c.p >= threshold]
+    other = [c for c in chosen if not c.risk and c.other_party and c.p >= threshold]
     if mdl is not None and not fact_found and other:  # why not, in words (``support.check``)
         out["other_party"] = {
             "asked": sorted(set(query.roles)),
@@ -355,7 +355,7 @@ def stating_unit(chosen: Sequence[Candidate], threshold: float, learned: bool) -
     none reaches it."""
     if not learned:
         return chosen[0] if chosen and chosen[0].p >= threshold and not chosen[0].risk else None
-    fit = [c for c in chosen if not c.risk and not other_party(c) and c.p >= threshold]
+    fit = [c for c in chosen if not c.risk and not c.other_party and c.p >= threshold]
     return max(fit, key=lambda c: (_states_value(c), c.p), default=None)
 
 

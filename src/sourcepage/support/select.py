@@ -107,12 +107,6 @@ def _stems(text: str) -> frozenset[str]:
     return frozenset(stem_terms(content_terms(text)).values())
 
 
-def other_party(c: Candidate) -> bool:
-    """Whether the unit sets out another party's duty than the one the question asks about
-    (``lead_role`` −1: the question names a role, the unit names another first)."""
-    return c.features.get("lead_role", 0.0) < 0
-
-
 @dataclass
 class Candidate:
     """One quotable unit of a ranked page, with its features and, once scored, P(states)."""
@@ -129,6 +123,13 @@ class Candidate:
     @property
     def text(self) -> str:
         return self.unit.text
+
+    @property
+    def other_party(self) -> bool:
+        """Whether the unit sets out another party's duty than the one the question asks
+        about (its ``lead_role`` feature −1: the question names a role, the unit names
+        another first); the answer reads it of each chosen unit."""
+        return self.features.get("lead_role", 0.0) < 0
 
 
 def quoted_pages(query: Query, pages: Sequence[PageHit]) -> list[PageHit]:
