@@ -56,13 +56,19 @@ def fresh_store(fresh_corpus: Path, tmp_path: Path) -> Path:
 #: the test files that take longest (measured with ``--durations``), run first so that two
 #: xdist workers (``make test``: ``-n 2 --dist loadfile``) do not end on one of them alone
 LONGEST_FIRST = (
+    "test_pipeline_parity.py",
     "test_speed.py",
     "test_osha_corpus.py",
+    "test_editor_browser.py",
     "test_walkthrough.py",
     "test_bench.py",
     "test_ray.py",
+    "test_editor.py",
     "test_default_policy.py",
     "test_desk_browser.py",
+    "test_desk_trust_browser.py",
+    "test_e5onnx.py",
+    "test_experiment.py",
     "test_browser.py",
     "test_sweep.py",
 )
