@@ -290,7 +290,9 @@ def test_classifier_is_plain_logistic() -> None:
     x = np.array([[1.0, 3.0]])  # z = (1, 1) → 2 − 1 + 0.5 = 1.5
     assert c.proba(x)[0] == pytest.approx(1 / (1 + math.exp(-1.5)))
     assert c.predict([{"y": 3.0, "x": 1.0, "other": 7.0}])[0] == pytest.approx(c.proba(x)[0])
-    assert c.contributions({"x": 1.0, "y": 3.0}) == {"x": 2.0, "y": -1.0}
+    p, shares = c.explain({"x": 1.0, "y": 3.0})
+    assert shares == {"x": 2.0, "y": -1.0}
+    assert p == c.predict([{"x": 1.0, "y": 3.0}])[0]  # the same P(supported), not an approximation
 
 
 def test_default_policy_ships_as_json() -> None:

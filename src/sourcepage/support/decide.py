@@ -312,8 +312,8 @@ class Decider:
         pol = self.policy
         if pol is None:
             return None
-        prob = float(pol.classifier.predict([feats])[0])
-        pro, con = drivers(pol.classifier.contributions(feats), feats, pol.reference)
+        prob, shares = pol.classifier.explain(feats)
+        pro, con = drivers(shares, feats, pol.reference)
         t_refuse, t_answer = self.thresholds()
         return Calibration(
             prob,

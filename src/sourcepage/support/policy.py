@@ -51,18 +51,24 @@ class Classifier:
     def z(self, x: np.ndarray) -> np.ndarray:
         return (np.atleast_2d(x) - np.array(self.mean)) / np.array(self.scale)
 
+    def _sigmoid(self, z: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-(z @ np.array(self.coef) + self.intercept)))
+
     def proba(self, x: np.ndarray) -> np.ndarray:
-        return 1.0 / (1.0 + np.exp(-(self.z(x) @ np.array(self.coef) + self.intercept)))
+        return self._sigmoid(self.z(x))
 
     def predict(self, rows: Sequence[Mapping[str, float]]) -> np.ndarray:
         """P(supported) of feature dicts (each holding at least ``features``)."""
         return self.proba(matrix(rows, self.features))
 
-    def contributions(self, row: Mapping[str, float]) -> dict[str, float]:
-        """Each feature's share of the log-odds (coef · standardised value): > 0 pushes
-        towards answering, < 0 towards refusing."""
-        z = self.z(np.array([float(row[f]) for f in self.features]))[0]
-        return {f: float(c * v) for f, c, v in zip(self.features, self.coef, z, strict=True)}
+    def explain(self, row: Mapping[str, float]) -> tuple[float, dict[str, float]]:
+        """P(supported) of one feature dict and each feature's share of its log-odds
+        (coef · standardised value: > 0 pushes towards answering, < 0 towards refusing),
+        both from the one standardised row, so the reasons name the pushes of the very
+        probability they explain."""
+        z = self.z(matrix([row], self.features))
+        shares = {f: float(c * v) for f, c, v in zip(self.features, self.coef, z[0], strict=True)}
+        return float(self._sigmoid(z)[0]), shares
 
 
 @dataclass
