@@ -49,13 +49,13 @@ def test_a_service_in_use_survives_the_swap_after_a_reingest(fresh_corpus: Path,
 
     build_indexes(fresh_store, "raw", ["bm25"])
     old = api.service(fresh_store, build=False)
-    assert old.search(QUESTION, "bm25", answer=False)["results"]
+    assert old.respond(QUESTION, "bm25", answer=False)["results"]
     _reingest(fresh_corpus, fresh_store)
     build_indexes(fresh_store, "raw", ["bm25"])
     new = api.service(fresh_store, build=False)
     assert new is not old
     # the thread that still holds the old service finishes its search
-    assert old.search(QUESTION, "bm25", answer=False)["results"]
+    assert old.respond(QUESTION, "bm25", answer=False)["results"]
     assert old.searcher.store.conn.execute("SELECT count(*) FROM documents").fetchone()[0] > 0
 
 

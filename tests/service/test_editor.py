@@ -289,13 +289,13 @@ def test_searches_keep_their_indexes_while_the_library_changes(fresh_store: Path
     from sourcepage.retrieval.index import IndexMissing
 
     before = api.service(fresh_store, build=False)
-    assert before.search("lockout group lockbox", "bm25", answer=False)["results"]
+    assert before.respond("lockout group lockbox", "bm25", answer=False)["results"]
     with edit_lock(fresh_store, "a test change"):
         set_withdrawn(fresh_store, "machine_guarding", True, "ed")  # the content changes, no index yet
         during = api.service(fresh_store, build=False)
-        assert during is before and during.search("lockout group lockbox", "bm25", answer=False)["results"]
+        assert during is before and during.respond("lockout group lockbox", "bm25", answer=False)["results"]
     with pytest.raises(IndexMissing):
-        api.service(fresh_store, build=False).search("lockout group lockbox", "bm25", answer=False)
+        api.service(fresh_store, build=False).respond("lockout group lockbox", "bm25", answer=False)
 
 
 def test_a_job_whose_process_died_reads_as_interrupted(tmp_path: Path) -> None:
