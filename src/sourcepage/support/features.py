@@ -45,7 +45,7 @@ FEATURE_WORDS: dict[str, str] = {
     "sent_top3": "mean meaning similarity of the three closest sentences",
     "sent_coverage": "share of the question's words found in its three closest sentences",
     "value_missing": "the question asks for a value (number, duration, frequency …) that none "
-    "of the closest sentences states",
+    "of the three sentences closest in meaning to it states (the quotes are chosen from more)",
     "xenc_max": "cross-encoder relevance (logit) of the closest sentence of the top passages",
     "xenc_mean3": "mean cross-encoder relevance (logit) of its three best sentences",
 }
