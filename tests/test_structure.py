@@ -376,49 +376,53 @@ def test_citations_in_a_question() -> None:
     assert cites("ANNEX III ESSENTIAL HEALTH AND SAFETY REQUIREMENTS", "annex", "III")
 
 
+#: the section 36 question, the Article 10 question and the pages Article 10 covers
+S36 = "What does section 36 of New Zealand's Health and Safety at Work Act require?"
+ART10 = "What does Article 10 of the EU machinery regulation require?"
+EU10 = {f"eu-reg-2023-1230-machinery#p{n}" for n in (18, 19, 20)}
+
+
+def _cited_lead(searcher: Searcher, method: str) -> None:
+    """s 36's page (p.34) first for the s 36 question; the Article 10 pages first for the
+    Article 10 question."""
+    assert searcher.rank(S36, method).pages()[0] == "nz-hswa-2015#p34"
+    assert set(searcher.rank(ART10, method, k=3).pages()) == EU10
+
+
 def test_a_cited_provision_ranks_first(nz_eu_store: Path) -> None:
-    """"What does section 36 … require?" puts s 36's page first (p.34; without the citation
-    rule the stage ranked it below pages that only mention the Act); "Article 10" puts the
-    pages Article 10 covers (pp.18–20) first; a citation no heading is (clause 208) changes
+    """"What does section 36 … require?" puts s 36's page first (without the citation rule
+    the stage ranked it below pages that only mention the Act); "Article 10" puts the pages
+    Article 10 covers (pp.18–20) first; a citation no heading is (clause 208) changes
     nothing. On BM25 (the fused default's dense half is in the heavy test below)."""
     searcher = Searcher(nz_eu_store)
-    default = "sect:route:bm25"
-    s36 = "What does section 36 of New Zealand's Health and Safety at Work Act require?"
-    assert searcher.rank(s36, default).pages()[0] == "nz-hswa-2015#p34"
-    q = "What does Article 10 of the EU machinery regulation require?"
-    eu = {f"eu-reg-2023-1230-machinery#p{n}" for n in (18, 19, 20)}
-    assert set(searcher.rank(q, default, k=3).pages()) == eu
+    _cited_lead(searcher, "sect:route:bm25")
     odd = "What does clause 208 say about guarding machinery in the EU?"
     base = searcher.ranked(parse_method("route:bm25"), odd, None, {})
     plain = [h.page_id for h in section_rank(searcher, odd, base)]
-    assert searcher.rank(odd, default, k=None).pages() == plain
+    assert searcher.rank(odd, "sect:route:bm25", k=None).pages() == plain
 
 
 @pytest.mark.heavy  # `make test-all`: the dense index of 400 pages (~40 s of CPU)
 def test_a_cited_provision_is_what_the_whole_search_quotes(nz_eu_store: Path) -> None:
-    """With the default fusion, s 36's page is first and Article 10's pages lead; the answer
-    cites Article 10 with its pages first and quotes Article 10's text only, not Articles
-    6–9's on p.18; a section filter keeps the quotes under Article 10 (p.20 also holds
-    Article 11's start)."""
+    """With the default fusion too, the cited provisions' pages lead; the answer cites
+    Article 10 with its pages first and quotes Article 10's text only, not Articles 6–9's
+    on p.18; a section filter keeps the quotes under Article 10 (p.20 also holds Article
+    11's start)."""
     from sourcepage import api
 
     searcher = Searcher(nz_eu_store)
     default = "sect:route:rrf:bm25+dense"
-    s36 = "What does section 36 of New Zealand's Health and Safety at Work Act require?"
-    assert searcher.rank(s36, default).pages()[0] == "nz-hswa-2015#p34"
-    q = "What does Article 10 of the EU machinery regulation require?"
-    eu = {f"eu-reg-2023-1230-machinery#p{n}" for n in (18, 19, 20)}
-    assert set(searcher.rank(q, default, k=3).pages()) == eu
-    res = api.search(q, nz_eu_store, k=5)
+    _cited_lead(searcher, default)
+    res = api.search(ART10, nz_eu_store, k=5)
     shown = [r["page"] for r in res["results"]]
-    assert res["cited"] == [{"citation": "article 10", "pages": [p for p in shown if p in eu]}]
+    assert res["cited"] == [{"citation": "article 10", "pages": [p for p in shown if p in EU10]}]
     assert shown[:3] == res["cited"][0]["pages"]  # first, in the stage's order
     quotes = res["answer"]["quotes"]
     article_10 = "Article 10 Obligations of manufacturers of machinery and related products"
     assert quotes and all(qt["section"].endswith(article_10) for qt in quotes)
     manufacturer = "What must the manufacturer do under the EU machinery regulation?"
     got = searcher.rank(manufacturer, default, k=None, filters={"section": "Article 10"})
-    assert set(got.pages()) == eu
+    assert set(got.pages()) == EU10
     res = api.search(manufacturer, nz_eu_store, k=5, filters={"section": "Article 10"})
     assert res["answer"]["quotes"] and all("Article 10" in qt["section"] for qt in res["answer"]["quotes"])
 
