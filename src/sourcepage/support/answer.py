@@ -167,11 +167,11 @@ def stated(quotes: Sequence[Candidate]) -> float:
     """P(the quotes state the answer), read as the best P(states) among the quotes whose page
     is not at layout risk and that do not set out another party's duty
     (``Candidate.other_party``: the question asks about manufacturers, the unit opens with
-    importers). Not 1 − Π(1 − p): the
-    quotes of one answer are not independent (four near-misses from the importers' article do
-    not add up to the manufacturers' duty), and with quotes as passages the best quote's p
-    kept ≥ 90% precision on the dev splits at the same recall; leaving out the other
-    party's units raised precision and recall there (README, ``benchmarks/fit_quotes.py``)."""
+    importers). Not 1 − Π(1 − p): the quotes of one answer are not independent (four
+    near-misses from the importers' article do not add up to the manufacturers' duty), and
+    with quotes as passages the best quote's p kept ≥ 90% precision on the dev splits at the
+    same recall; leaving out the other party's units raised precision and recall there
+    (README, ``benchmarks/fit_quotes.py``)."""
     return max((c.p for c in quotes if not c.risk and not c.other_party), default=0.0)
 
 
